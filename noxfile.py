@@ -1,0 +1,43 @@
+"""Development sessions: ``nox -s tests``, ``lint``, ``typecheck``, ``bench``."""
+
+from __future__ import annotations
+
+import nox
+
+nox.options.default_venv_backend = "venv"
+nox.options.reuse_existing_virtualenvs = True
+nox.options.sessions = ["tests", "lint", "typecheck"]
+
+PYPROJECT = nox.project.load_toml("pyproject.toml")
+PYTHONS = ["3.11", "3.12", "3.13"]
+
+
+@nox.session(python=PYTHONS)
+def tests(session: nox.Session) -> None:
+    """Run the test suite against the installed package (trio from PyPI, >= 0.32)."""
+    session.install(".", *nox.project.dependency_groups(PYPROJECT, "test"))
+    session.run("python", "-c", "import trio; print('trio', trio.__version__)")
+    # pytest exits 5 when it collects no tests; nox treats that as a failure.
+    session.run("pytest", *session.posargs)
+
+
+@nox.session(python="3.11")
+def lint(session: nox.Session) -> None:
+    """ruff: style, bugs and the flake8-async (trio) rules; formatting."""
+    session.install(*nox.project.dependency_groups(PYPROJECT, "lint"))
+    session.run("ruff", "check", "agentloop", "tests", "benchmarks", "noxfile.py")
+    session.run("ruff", "format", "--check", "agentloop", "tests", "benchmarks", "noxfile.py")
+
+
+@nox.session(python="3.11")
+def typecheck(session: nox.Session) -> None:
+    """mypy --strict on the package."""
+    session.install(".", *nox.project.dependency_groups(PYPROJECT, "typecheck"))
+    session.run("mypy", "--strict", "agentloop")
+
+
+@nox.session(python="3.11")
+def bench(session: nox.Session) -> None:
+    """Run the benchmarks; each prints a comparison table."""
+    session.install(".")
+    session.run("python", "benchmarks/loop_overhead.py", *session.posargs)

@@ -1,0 +1,129 @@
+"""agentloop: a trio-native agent loop.
+
+An agent is a loop: send the context to a model, stream back text and tool
+calls, run the tools, feed the results back, repeat. agentloop runs that loop
+under trio's structured concurrency: tool calls run in nurseries, timeouts and
+aborts are cancel scopes, and every event reaches you, in order, on a memory
+channel.
+
+    >>> import agentloop as al
+    >>> from agentloop.providers import ScriptedProvider, reply
+    >>> agent = al.Agent(ScriptedProvider([reply("Hello!")]))
+
+Names are imported from here; providers live in :mod:`agentloop.providers`.
+"""
+
+from ._agent import Agent as Agent
+from ._agent import QueueMode as QueueMode
+from ._context import AgentContext as AgentContext
+from ._context import MessageView as MessageView
+from ._events import AgentEnd as AgentEnd
+from ._events import AgentEvent as AgentEvent
+from ._events import AgentStart as AgentStart
+from ._events import MessageEnd as MessageEnd
+from ._events import MessageStart as MessageStart
+from ._events import MessageUpdate as MessageUpdate
+from ._events import ProgressMessage as ProgressMessage
+from ._events import PrunApplied as PrunApplied
+from ._events import PrunRecord as PrunRecord
+from ._events import StreamDelta as StreamDelta
+from ._events import TextDelta as TextDelta
+from ._events import ThinkingDelta as ThinkingDelta
+from ._events import ToolCallDelta as ToolCallDelta
+from ._events import ToolExecutionEnd as ToolExecutionEnd
+from ._events import ToolExecutionStart as ToolExecutionStart
+from ._events import ToolExecutionUpdate as ToolExecutionUpdate
+from ._events import TurnEnd as TurnEnd
+from ._events import TurnStart as TurnStart
+from ._function_tool import FunctionTool as FunctionTool
+from ._function_tool import tool as tool
+from ._loop import AgentLoopConfig as AgentLoopConfig
+from ._loop import ExecutionLimits as ExecutionLimits
+from ._loop import MessageSource as MessageSource
+from ._loop import agent_loop as agent_loop
+from ._loop import agent_loop_continue as agent_loop_continue
+from ._tool import AgentTool as AgentTool
+from ._tool import Batched as Batched
+from ._tool import ExecutionStrategy as ExecutionStrategy
+from ._tool import InvalidArgs as InvalidArgs
+from ._tool import Parallel as Parallel
+from ._tool import ProgressCallback as ProgressCallback
+from ._tool import Sequential as Sequential
+from ._tool import ToolCancelled as ToolCancelled
+from ._tool import ToolContext as ToolContext
+from ._tool import ToolError as ToolError
+from ._tool import ToolNotFound as ToolNotFound
+from ._tool import ToolResult as ToolResult
+from ._tool import ToolTimeout as ToolTimeout
+from ._tool import UpdateCallback as UpdateCallback
+from ._types import AssistantMessage as AssistantMessage
+from ._types import Content as Content
+from ._types import ImageContent as ImageContent
+from ._types import Message as Message
+from ._types import StopReason as StopReason
+from ._types import TextContent as TextContent
+from ._types import ThinkingContent as ThinkingContent
+from ._types import ToolCall as ToolCall
+from ._types import ToolResultMessage as ToolResultMessage
+from ._types import Usage as Usage
+from ._types import UserMessage as UserMessage
+
+__version__ = "0.1.0.dev0"
+
+__all__ = [
+    "Agent",
+    "AgentContext",
+    "AgentEnd",
+    "AgentEvent",
+    "AgentLoopConfig",
+    "AgentStart",
+    "AgentTool",
+    "AssistantMessage",
+    "Batched",
+    "Content",
+    "ExecutionLimits",
+    "ExecutionStrategy",
+    "FunctionTool",
+    "ImageContent",
+    "InvalidArgs",
+    "Message",
+    "MessageEnd",
+    "MessageSource",
+    "MessageStart",
+    "MessageUpdate",
+    "MessageView",
+    "Parallel",
+    "ProgressCallback",
+    "ProgressMessage",
+    "PrunApplied",
+    "PrunRecord",
+    "QueueMode",
+    "Sequential",
+    "StopReason",
+    "StreamDelta",
+    "TextContent",
+    "TextDelta",
+    "ThinkingContent",
+    "ThinkingDelta",
+    "ToolCall",
+    "ToolCallDelta",
+    "ToolCancelled",
+    "ToolContext",
+    "ToolError",
+    "ToolExecutionEnd",
+    "ToolExecutionStart",
+    "ToolExecutionUpdate",
+    "ToolNotFound",
+    "ToolResult",
+    "ToolResultMessage",
+    "ToolTimeout",
+    "TurnEnd",
+    "TurnStart",
+    "UpdateCallback",
+    "Usage",
+    "UserMessage",
+    "__version__",
+    "agent_loop",
+    "agent_loop_continue",
+    "tool",
+]

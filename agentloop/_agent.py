@@ -1,0 +1,338 @@
+"""Agent: a conversation with a model, its tools, its history and its input queues."""
+
+from __future__ import annotations
+
+import enum
+import uuid
+from collections import deque
+from collections.abc import AsyncIterator, Iterable, Sequence
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+
+import trio
+
+from ._context import AgentContext
+from ._events import AgentEnd, AgentEvent
+from ._loop._config import (
+    AfterLoopHook,
+    AfterToolHook,
+    AfterTurnHook,
+    AfterUpdateHook,
+    AgentLoopConfig,
+    BeforeLoopHook,
+    BeforeToolHook,
+    BeforeTurnHook,
+    BeforeUpdateHook,
+    ExecutionLimits,
+    OnErrorHook,
+)
+from ._loop._dispatch import ToolRegistry
+from ._loop._run import Run, _user_messages
+from ._tool import AgentTool, ExecutionStrategy, Parallel
+from ._types import Message, UserMessage
+from ._util import raise_single
+from .providers import Provider
+
+__all__ = ["Agent", "QueueMode"]
+
+
+class QueueMode(enum.Enum):
+    """How many queued messages the loop takes each time it polls a queue."""
+
+    ONE_AT_A_TIME = "one_at_a_time"
+    ALL = "all"
+
+
+class Agent:
+    """A conversation with a model: history, tools, and queues for more input.
+
+    Example::
+
+        agent = Agent(provider, system_prompt="You are terse.", tools=[weather])
+        async with agent.prompt("Weather in Oslo?") as events:
+            async for event in events:
+                match event:
+                    case MessageUpdate(delta=TextDelta(delta=text)):
+                        print(text, end="")
+        await agent.run("And in Lima?")  # the model sees the first exchange too
+
+    One run at a time: :meth:`prompt` and :meth:`run` raise ``RuntimeError``
+    while a run is going on. Use :meth:`steer` or :meth:`follow_up` to add
+    input to it, :meth:`abort` to stop it.
+
+    Args:
+        provider: The model.
+        system_prompt: Sent with every request.
+        tools: The tools the model may call; names must be unique.
+        messages: A history to start from.
+        strategy, tool_timeout, limits, max_tokens, temperature: As in
+            :class:`AgentLoopConfig`.
+        steering_mode, follow_up_mode: How many queued messages each poll takes.
+        before_loop, after_loop, before_turn, after_turn, on_error,
+        before_tool_execution, after_tool_execution,
+        before_tool_execution_update, after_tool_execution_update: Hooks, as
+            in :class:`AgentLoopConfig`.
+        event_buffer_size: How many events may wait for the consumer before
+            the loop waits for it.
+        agent_id: Names the agent in loop ids (``"<agent_id>.<run number>"``).
+
+    Raises:
+        ValueError, TypeError: a tool is invalid or two tools share a name.
+    """
+
+    def __init__(
+        self,
+        provider: Provider,
+        *,
+        system_prompt: str = "",
+        tools: Iterable[AgentTool] = (),
+        messages: Iterable[Message] = (),
+        strategy: ExecutionStrategy | None = None,
+        tool_timeout: float | None = None,
+        limits: ExecutionLimits | None = None,
+        max_tokens: int | None = None,
+        temperature: float | None = None,
+        steering_mode: QueueMode = QueueMode.ONE_AT_A_TIME,
+        follow_up_mode: QueueMode = QueueMode.ONE_AT_A_TIME,
+        before_loop: BeforeLoopHook | None = None,
+        after_loop: AfterLoopHook | None = None,
+        before_turn: BeforeTurnHook | None = None,
+        after_turn: AfterTurnHook | None = None,
+        on_error: OnErrorHook | None = None,
+        before_tool_execution: BeforeToolHook | None = None,
+        after_tool_execution: AfterToolHook | None = None,
+        before_tool_execution_update: BeforeUpdateHook | None = None,
+        after_tool_execution_update: AfterUpdateHook | None = None,
+        event_buffer_size: int = 16,
+        agent_id: str | None = None,
+    ) -> None:
+        if event_buffer_size < 0:
+            raise ValueError(f"event_buffer_size must be >= 0, got {event_buffer_size}")
+        tools = tuple(tools)
+        ToolRegistry(tools)  # fail now, not at the first prompt
+        self._context = AgentContext(system_prompt, messages, tools)
+        self.config = AgentLoopConfig(
+            provider=provider,
+            strategy=Parallel() if strategy is None else strategy,
+            tool_timeout=tool_timeout,
+            limits=ExecutionLimits() if limits is None else limits,
+            max_tokens=max_tokens,
+            temperature=temperature,
+            get_steering_messages=self._take_steering,
+            get_follow_up_messages=self._take_follow_up,
+            before_loop=before_loop,
+            after_loop=after_loop,
+            before_turn=before_turn,
+            after_turn=after_turn,
+            on_error=on_error,
+            before_tool_execution=before_tool_execution,
+            after_tool_execution=after_tool_execution,
+            before_tool_execution_update=before_tool_execution_update,
+            after_tool_execution_update=after_tool_execution_update,
+        )
+        self.steering_mode = steering_mode
+        self.follow_up_mode = follow_up_mode
+        self.agent_id = agent_id or uuid.uuid4().hex[:12]
+        self._event_buffer_size = event_buffer_size
+        self._steering: deque[UserMessage] = deque()
+        self._follow_up: deque[UserMessage] = deque()
+        self._running = False
+        self._runs = 0
+        self._abort_scope: trio.CancelScope | None = None
+
+    def __repr__(self) -> str:
+        names = ", ".join(tool.name for tool in self._context.tools)
+        return (
+            f"<Agent {self.agent_id} provider={type(self.config.provider).__name__} "
+            f"tools=[{names}] messages={len(self._context.messages)}>"
+        )
+
+    # ----------------------------------------------------------------- state
+
+    @property
+    def messages(self) -> tuple[Message, ...]:
+        """The history, oldest first. During a run it grows as the run goes."""
+        return tuple(self._context.messages)
+
+    @property
+    def context(self) -> AgentContext:
+        """The conversation state the loop runs on."""
+        return self._context
+
+    @property
+    def system_prompt(self) -> str:
+        """The system prompt; may be changed between runs."""
+        return self._context.system_prompt
+
+    @system_prompt.setter
+    def system_prompt(self, value: str) -> None:
+        self._check_idle("change the system prompt")
+        self._context.system_prompt = value
+
+    @property
+    def tools(self) -> tuple[AgentTool, ...]:
+        """The tools; may be replaced between runs."""
+        return self._context.tools
+
+    @tools.setter
+    def tools(self, value: Iterable[AgentTool]) -> None:
+        self._check_idle("change the tools")
+        tools = tuple(value)
+        ToolRegistry(tools)
+        self._context.tools = tools
+
+    @property
+    def is_running(self) -> bool:
+        """Whether a run is going on."""
+        return self._running
+
+    @property
+    def steering_queue(self) -> tuple[UserMessage, ...]:
+        """Steering messages not yet taken by the loop."""
+        return tuple(self._steering)
+
+    @property
+    def follow_up_queue(self) -> tuple[UserMessage, ...]:
+        """Follow-up messages not yet taken by the loop."""
+        return tuple(self._follow_up)
+
+    def _check_idle(self, action: str) -> None:
+        if self._running:
+            raise RuntimeError(f"cannot {action} while the agent is running")
+
+    # ----------------------------------------------------------------- input queues
+
+    def steer(self, message: str | UserMessage) -> None:
+        """Queue a message for the running model: sent at the next tool-call boundary.
+
+        Tool calls of the current message that have not started are skipped
+        (each gets a "Skipped due to queued user message." result). Without a
+        run, the message waits for the next one. Never blocks.
+        """
+        self._steering.extend(_user_messages([message], "a steering message"))
+
+    def follow_up(self, message: str | UserMessage) -> None:
+        """Queue a message for when the model is done: it starts another turn. Never blocks."""
+        self._follow_up.extend(_user_messages([message], "a follow-up message"))
+
+    def clear_steering_queue(self) -> None:
+        """Drop the steering messages not yet taken."""
+        self._steering.clear()
+
+    def clear_follow_up_queue(self) -> None:
+        """Drop the follow-up messages not yet taken."""
+        self._follow_up.clear()
+
+    def clear_queues(self) -> None:
+        """Drop every queued message."""
+        self._steering.clear()
+        self._follow_up.clear()
+
+    @staticmethod
+    def _take(queue: deque[UserMessage], mode: QueueMode) -> list[UserMessage]:
+        if not queue:
+            return []
+        if mode is QueueMode.ALL:
+            taken = list(queue)
+            queue.clear()
+            return taken
+        return [queue.popleft()]
+
+    def _take_steering(self) -> list[UserMessage]:
+        return self._take(self._steering, self.steering_mode)
+
+    def _take_follow_up(self) -> list[UserMessage]:
+        return self._take(self._follow_up, self.follow_up_mode)
+
+    def reset(self) -> None:
+        """Forget the history and the queues."""
+        self._check_idle("reset")
+        self._context.messages = []
+        self.clear_queues()
+
+    # ----------------------------------------------------------------- running
+
+    def prompt(
+        self, *messages: str | UserMessage
+    ) -> AbstractAsyncContextManager[trio.MemoryReceiveChannel[AgentEvent]]:
+        """Start a run with ``messages``; yield the channel its events arrive on.
+
+        The run goes on in the background while the ``async with`` body reads
+        events. The channel closes after ``AgentEnd``. Leaving the body before
+        that cancels the run (the history is still left whole). An exception
+        from the run (a hook's, or a provider's other than ``ProviderError``)
+        leaves the ``async with`` as itself.
+
+        Raises:
+            ValueError: no messages.
+            TypeError: a message is not ``str`` or :class:`UserMessage`.
+            RuntimeError: on entering, if a run is already going on.
+        """
+        prompts = _user_messages(messages, "prompt messages")
+        if not prompts:
+            raise ValueError("prompt() needs at least one message")
+        return self._session(prompts)
+
+    @asynccontextmanager
+    async def _session(
+        self, prompts: Sequence[UserMessage]
+    ) -> AsyncIterator[trio.MemoryReceiveChannel[AgentEvent]]:
+        if self._running:
+            raise RuntimeError(
+                "the agent is already running; use steer() or follow_up() to add input"
+            )
+        self._running = True
+        self._runs += 1
+        send, receive = trio.open_memory_channel[AgentEvent](self._event_buffer_size)
+        abort_scope = self._abort_scope = trio.CancelScope()
+        try:
+            run = Run(
+                self._context,
+                self.config,
+                send,
+                loop_id=f"{self.agent_id}.{self._runs}",
+                abort_scope=abort_scope,
+            )
+            try:
+                async with trio.open_nursery() as nursery:
+                    nursery.start_soon(self._drive, run, prompts, send)
+                    with receive:
+                        yield receive
+                    if not run.ending:
+                        nursery.cancel_scope.cancel(reason="the prompt() block was left early")
+            except BaseExceptionGroup as group:
+                raise_single(group)
+        finally:
+            self._running = False
+            self._abort_scope = None
+            send.close()
+
+    @staticmethod
+    async def _drive(
+        run: Run, prompts: Sequence[UserMessage], send: trio.MemorySendChannel[AgentEvent]
+    ) -> None:
+        # Closed synchronously: an awaiting close in a cancelled scope would raise
+        # Cancelled over the exception being propagated and lose it.
+        with send:
+            await run.run(prompts)
+
+    async def run(self, *messages: str | UserMessage) -> tuple[Message, ...]:
+        """Run to the end with ``messages``, discarding events; return the new messages.
+
+        Raises and cancels as :meth:`prompt` does.
+        """
+        new_messages: tuple[Message, ...] = ()
+        async with self.prompt(*messages) as events:
+            async for event in events:
+                if isinstance(event, AgentEnd):
+                    new_messages = event.messages
+        return new_messages
+
+    def abort(self) -> None:
+        """Stop the current run as soon as possible; a no-op without a run.
+
+        The run ends softly: running tools are cancelled, every tool call gets
+        a result, the turn's assistant message is marked ``ABORTED`` and
+        ``AgentEnd`` is still sent. Callable from any task.
+        """
+        if self._abort_scope is not None:
+            self._abort_scope.cancel(reason="Agent.abort() was called")

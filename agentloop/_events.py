@@ -1,0 +1,209 @@
+"""Events: what the loop and its tools report, in order, on the event channel.
+
+Every event is a frozen attrs class that carries the ``loop_id`` of the loop
+that sent it. Match on them::
+
+    match event:
+        case MessageUpdate(delta=TextDelta(delta=text)):
+            print(text, end="")
+        case ToolExecutionEnd(tool_name=name, is_error=True):
+            print(f"{name} failed")
+"""
+
+from __future__ import annotations
+
+from typing import Any, TypeAlias
+
+import attrs
+
+from ._tool import ToolResult
+from ._types import AssistantMessage, Message, ToolResultMessage, Usage, now_ms
+
+__all__ = [
+    "AgentEnd",
+    "AgentEvent",
+    "AgentStart",
+    "MessageEnd",
+    "MessageStart",
+    "MessageUpdate",
+    "ProgressMessage",
+    "PrunApplied",
+    "PrunRecord",
+    "StreamDelta",
+    "TextDelta",
+    "ThinkingDelta",
+    "ToolCallDelta",
+    "ToolExecutionEnd",
+    "ToolExecutionStart",
+    "ToolExecutionUpdate",
+    "TurnEnd",
+    "TurnStart",
+]
+
+
+# --------------------------------------------------------------------------- deltas
+
+
+@attrs.frozen(kw_only=True)
+class TextDelta:
+    """Text appended to the content block at ``index`` of the streaming message."""
+
+    delta: str
+    index: int = 0
+
+
+@attrs.frozen(kw_only=True)
+class ThinkingDelta:
+    """Reasoning text appended to the thinking block at ``index``."""
+
+    delta: str
+    index: int = 0
+
+
+@attrs.frozen(kw_only=True)
+class ToolCallDelta:
+    """A chunk of a tool call's JSON arguments, as streamed (not parseable on its own).
+
+    ``tool_call_id`` and ``name`` identify the call; providers send them with
+    every chunk once known.
+    """
+
+    delta: str
+    index: int = 0
+    tool_call_id: str = ""
+    name: str = ""
+
+
+StreamDelta: TypeAlias = TextDelta | ThinkingDelta | ToolCallDelta
+
+
+# --------------------------------------------------------------------------- events
+
+
+@attrs.frozen(kw_only=True)
+class AgentEvent:
+    """Base class of every event. ``loop_id`` names the loop that sent it."""
+
+    loop_id: str
+
+
+@attrs.frozen(kw_only=True)
+class AgentStart(AgentEvent):
+    """The run began. The first event of a run."""
+
+    parent_loop_id: str | None = None
+    timestamp: int = attrs.field(factory=now_ms)
+
+
+@attrs.frozen(kw_only=True)
+class AgentEnd(AgentEvent):
+    """The run ended: always the last event, after an abort too.
+
+    ``messages`` are the messages this run added to the history, in their final
+    form; ``usage`` sums the run's model calls.
+    """
+
+    messages: tuple[Message, ...]
+    usage: Usage
+    timestamp: int = attrs.field(factory=now_ms)
+
+
+@attrs.frozen(kw_only=True)
+class TurnStart(AgentEvent):
+    """A turn began: one model call and the tool calls it asks for."""
+
+    turn_index: int
+    timestamp: int = attrs.field(factory=now_ms)
+
+
+@attrs.frozen(kw_only=True)
+class TurnEnd(AgentEvent):
+    """A turn ended. ``message`` is the turn's assistant message in its final form."""
+
+    turn_index: int
+    message: AssistantMessage
+    tool_results: tuple[ToolResultMessage, ...]
+    usage: Usage
+    timestamp: int = attrs.field(factory=now_ms)
+
+
+@attrs.frozen(kw_only=True)
+class MessageStart(AgentEvent):
+    """A message began. For an assistant message, streaming starts after this."""
+
+    message: Message
+
+
+@attrs.frozen(kw_only=True)
+class MessageUpdate(AgentEvent):
+    """A piece of the assistant message arrived.
+
+    ``message`` is the message streamed so far; its tool calls hold ``{}`` as
+    arguments until the message ends. ``delta`` is the new piece.
+    """
+
+    message: AssistantMessage
+    delta: StreamDelta
+
+
+@attrs.frozen(kw_only=True)
+class MessageEnd(AgentEvent):
+    """A message is complete and was added to the history, in this order."""
+
+    message: Message
+
+
+@attrs.frozen(kw_only=True)
+class ToolExecutionStart(AgentEvent):
+    """A tool call began."""
+
+    tool_call_id: str
+    tool_name: str
+    args: dict[str, Any]
+
+
+@attrs.frozen(kw_only=True)
+class ToolExecutionUpdate(AgentEvent):
+    """A running tool reported a partial result (for people; never sent to the model)."""
+
+    tool_call_id: str
+    tool_name: str
+    partial_result: ToolResult
+
+
+@attrs.frozen(kw_only=True)
+class ToolExecutionEnd(AgentEvent):
+    """A tool call ended with ``result``; ``is_error`` says whether it failed."""
+
+    tool_call_id: str
+    tool_name: str
+    result: ToolResult
+    is_error: bool
+    child_loop_id: str | None = None
+
+
+@attrs.frozen(kw_only=True)
+class ProgressMessage(AgentEvent):
+    """A running tool reported a line of progress text."""
+
+    tool_call_id: str
+    tool_name: str
+    text: str
+
+
+@attrs.frozen(kw_only=True)
+class PrunRecord:
+    """What one context pruning removed: the messages' timestamps, their tokens, the memo."""
+
+    pruned_timestamps: tuple[int, ...]
+    tokens_removed: int
+    memo: str | None = None
+
+
+@attrs.frozen(kw_only=True)
+class PrunApplied(AgentEvent):
+    """Messages were pruned from the working context (see the ``prun`` tool)."""
+
+    record: PrunRecord
+    messages_removed: int
+    timestamp: int = attrs.field(factory=now_ms)

@@ -1,0 +1,139 @@
+"""AgentLoopConfig, ExecutionLimits and the hook signatures."""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any, TypeAlias, TypeVar
+
+import attrs
+
+from .._tool import ExecutionStrategy, Parallel
+from .._types import Message, Usage, UserMessage
+from ..providers import Provider
+
+__all__ = [
+    "AfterLoopHook",
+    "AfterToolHook",
+    "AfterTurnHook",
+    "AfterUpdateHook",
+    "AgentLoopConfig",
+    "BeforeLoopHook",
+    "BeforeToolHook",
+    "BeforeTurnHook",
+    "BeforeUpdateHook",
+    "ExecutionLimits",
+    "MessageSource",
+    "OnErrorHook",
+]
+
+T = TypeVar("T")
+
+#: A hook may be a plain function or an async one; "-> bool" hooks veto with ``False``.
+BeforeLoopHook: TypeAlias = Callable[[Sequence[Message]], Awaitable[bool | None] | bool | None]
+AfterLoopHook: TypeAlias = Callable[[Sequence[Message], Usage], Awaitable[None] | None]
+BeforeTurnHook: TypeAlias = Callable[[Sequence[Message], int], Awaitable[bool | None] | bool | None]
+AfterTurnHook: TypeAlias = Callable[[Sequence[Message], Usage], Awaitable[None] | None]
+OnErrorHook: TypeAlias = Callable[[str], Awaitable[None] | None]
+BeforeToolHook: TypeAlias = Callable[
+    [str, str, dict[str, Any]], Awaitable[bool | None] | bool | None
+]
+AfterToolHook: TypeAlias = Callable[[str, str, bool], Awaitable[None] | None]
+BeforeUpdateHook: TypeAlias = Callable[[str, str, str], Awaitable[bool | None] | bool | None]
+AfterUpdateHook: TypeAlias = Callable[[str, str, str], Awaitable[None] | None]
+#: Steering and follow-up sources: called when the loop polls; return the messages to inject.
+MessageSource: TypeAlias = Callable[[], Sequence[UserMessage] | Awaitable[Sequence[UserMessage]]]
+
+
+async def call_hook(hook: Callable[..., Any], *args: Any) -> Any:
+    """Call a plain or async hook and return its result."""
+    result = hook(*args)
+    if inspect.isawaitable(result):
+        result = await result
+    return result
+
+
+def _optional_positive(instance: object, attribute: attrs.Attribute[Any], value: Any) -> None:
+    if value is not None and (isinstance(value, bool) or not value > 0):
+        raise ValueError(f"{attribute.name} must be > 0 or None, got {value!r}")
+
+
+@attrs.frozen(kw_only=True)
+class ExecutionLimits:
+    """When a run stops on its own. ``None`` means no limit.
+
+    Checked before each turn: a run with ``max_turns=3`` makes at most three
+    model calls. When a limit is reached the loop adds a user message such as
+    ``"[Agent stopped: Max turns reached (3/3)]"`` and ends the run. Tokens
+    count input plus output of each turn that did not fail.
+    """
+
+    max_turns: int | None = attrs.field(default=50, validator=_optional_positive)
+    max_total_tokens: int | None = attrs.field(default=1_000_000, validator=_optional_positive)
+    max_duration: float | None = attrs.field(default=600.0, validator=_optional_positive)
+    max_cost: float | None = attrs.field(default=None, validator=_optional_positive)
+
+
+def _strategy(instance: object, attribute: attrs.Attribute[Any], value: Any) -> None:
+    from .._tool import Batched, Sequential
+
+    if not isinstance(value, Sequential | Parallel | Batched):
+        raise TypeError(f"strategy must be Sequential(), Parallel() or Batched(n), got {value!r}")
+
+
+@attrs.frozen(kw_only=True)
+class AgentLoopConfig:
+    """How a run behaves: the model, tool execution, limits, queues and hooks.
+
+    Hooks may be plain or async functions. A hook that returns ``False`` vetoes
+    (``before_*`` hooks only); any other return value, ``None`` included, lets
+    the run go on. An exception raised by a hook ends the run and comes out of
+    it as itself.
+
+    Attributes:
+        provider: The model.
+        strategy: How one message's tool calls run: :class:`~agentloop.Parallel`
+            (default), :class:`~agentloop.Sequential` or :class:`~agentloop.Batched`.
+        tool_timeout: Seconds a tool call may run, unless the tool sets its own
+            ``timeout``. ``None``: no limit.
+        limits: When the run stops by itself.
+        max_tokens, temperature: Passed to the model.
+        get_steering_messages: Polled before the first turn, between tool calls
+            (per the strategy) and after each turn. Messages it returns are
+            sent with the next model call; tool calls not yet run are skipped.
+        get_follow_up_messages: Polled when the model is done; messages it
+            returns start another turn.
+        before_loop(messages): Before anything; ``False`` ends the run at once
+            (only ``AgentEnd`` is sent).
+        after_loop(new_messages, usage): After ``AgentEnd``.
+        before_turn(messages, turn_index): ``False`` ends the run before the turn.
+        after_turn(messages, usage): After ``TurnEnd``, with the turn's usage.
+        on_error(error_message): When a model call fails.
+        before_tool_execution(name, call_id, args): Before a call whose
+            arguments are valid; ``False`` skips it (no start/end events; the
+            model gets an error result saying it was skipped).
+        after_tool_execution(name, call_id, is_error): After the call's
+            ``ToolExecutionEnd``; fires exactly when ``before_tool_execution``
+            allowed the call.
+        before_tool_execution_update(name, call_id, text): Before each
+            ``ToolExecutionUpdate``; ``False`` suppresses that event only.
+        after_tool_execution_update(name, call_id, text): After each update sent.
+    """
+
+    provider: Provider
+    strategy: ExecutionStrategy = attrs.field(factory=Parallel, validator=_strategy)
+    tool_timeout: float | None = attrs.field(default=None, validator=_optional_positive)
+    limits: ExecutionLimits = attrs.field(factory=ExecutionLimits)
+    max_tokens: int | None = None
+    temperature: float | None = None
+    get_steering_messages: MessageSource | None = None
+    get_follow_up_messages: MessageSource | None = None
+    before_loop: BeforeLoopHook | None = None
+    after_loop: AfterLoopHook | None = None
+    before_turn: BeforeTurnHook | None = None
+    after_turn: AfterTurnHook | None = None
+    on_error: OnErrorHook | None = None
+    before_tool_execution: BeforeToolHook | None = None
+    after_tool_execution: AfterToolHook | None = None
+    before_tool_execution_update: BeforeUpdateHook | None = None
+    after_tool_execution_update: AfterUpdateHook | None = None

@@ -1,0 +1,253 @@
+"""The tool system: the AgentTool protocol, its context, results, errors and strategies."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from typing import Any, Protocol, TypeAlias, runtime_checkable
+
+import attrs
+import trio
+
+from ._types import TextContent, ToolResultContent
+
+__all__ = [
+    "AgentTool",
+    "Batched",
+    "ExecutionStrategy",
+    "InvalidArgs",
+    "Parallel",
+    "ProgressCallback",
+    "Sequential",
+    "ToolCancelled",
+    "ToolContext",
+    "ToolError",
+    "ToolNotFound",
+    "ToolResult",
+    "ToolTimeout",
+    "UpdateCallback",
+    "format_duration",
+]
+
+
+def _result_content(value: Iterable[ToolResultContent]) -> tuple[ToolResultContent, ...]:
+    return tuple(value)
+
+
+@attrs.frozen
+class ToolResult:
+    """What a tool returns: ``content`` for the model, ``details`` for the application.
+
+    ``details`` is any JSON-compatible value; it is never sent to the model.
+    ``child_loop_id`` is set by tools that run a child agent loop.
+
+    >>> ToolResult.text("42 files")
+    ToolResult(content=(TextContent(text='42 files'),), details=None, child_loop_id=None)
+    """
+
+    content: tuple[ToolResultContent, ...] = attrs.field(converter=_result_content)
+    details: Any = None
+    child_loop_id: str | None = None
+
+    @classmethod
+    def text(cls, text: str, *, details: Any = None) -> ToolResult:
+        """Build a result holding one text block."""
+        return cls((TextContent(text),), details=details)
+
+    @property
+    def text_content(self) -> str:
+        """The text blocks of ``content``, joined by newlines."""
+        return "\n".join(block.text for block in self.content if isinstance(block, TextContent))
+
+
+UpdateCallback: TypeAlias = Callable[[ToolResult], Awaitable[None]]
+ProgressCallback: TypeAlias = Callable[[str], Awaitable[None]]
+
+
+@attrs.frozen
+class ToolContext:
+    """What the loop hands a tool besides its arguments.
+
+    Attributes:
+        tool_call_id: The id of this call; it correlates the call's events.
+        tool_name: The name the model called.
+        cancel_scope: The call's own :class:`trio.CancelScope`. Its deadline is
+            the tool's timeout. A tool may call ``cancel_scope.cancel()`` to give
+            up; the call then ends with a ``"Cancelled"`` error result.
+        on_update: ``None``, or an async callable taking a partial
+            :class:`ToolResult`; each call becomes a ``ToolExecutionUpdate``
+            event. It returns once the event is queued, so a slow consumer
+            slows the tool down instead of losing updates.
+        on_progress: ``None``, or an async callable taking a line of text; each
+            call becomes a ``ProgressMessage`` event.
+    """
+
+    tool_call_id: str
+    tool_name: str
+    cancel_scope: trio.CancelScope
+    on_update: UpdateCallback | None = None
+    on_progress: ProgressCallback | None = None
+
+    async def update(self, partial: ToolResult) -> None:
+        """Report a partial result, if anyone listens. A checkpoint either way."""
+        if self.on_update is None:
+            await trio.lowlevel.checkpoint()
+        else:
+            await self.on_update(partial)
+
+    async def progress(self, text: str) -> None:
+        """Report a line of progress text, if anyone listens. A checkpoint either way."""
+        if self.on_progress is None:
+            await trio.lowlevel.checkpoint()
+        else:
+            await self.on_progress(text)
+
+
+@runtime_checkable
+class AgentTool(Protocol):
+    """A capability the model can call.
+
+    Any object with these attributes is a tool; there is no base class. A tool
+    may also have a ``timeout`` attribute (seconds, or ``None``) that overrides
+    the loop's ``tool_timeout`` for its calls.
+
+    ``execute`` receives the arguments, already checked against
+    ``parameters_schema``, and returns a :class:`ToolResult`. To fail, raise
+    :class:`ToolError` (or a subclass): the model sees its message and can
+    recover. Any other ``Exception`` is reported to the model as its type and
+    message; it never stops the run. When the call is cancelled (timeout,
+    abort), ``execute`` sees :class:`trio.Cancelled` at its next checkpoint.
+
+    Example::
+
+        class Weather:
+            name = "get_weather"
+            label = "Weather"
+            description = "Current weather for a city."
+            parameters_schema = {
+                "type": "object",
+                "properties": {"city": {"type": "string"}},
+                "required": ["city"],
+            }
+
+            async def execute(self, params, ctx):
+                return ToolResult.text(f"Sunny in {params['city']}")
+    """
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def label(self) -> str: ...
+
+    @property
+    def description(self) -> str: ...
+
+    @property
+    def parameters_schema(self) -> Mapping[str, Any]: ...
+
+    async def execute(self, params: dict[str, Any], ctx: ToolContext) -> ToolResult: ...
+
+
+# --------------------------------------------------------------------------- errors
+
+
+def format_duration(seconds: float) -> str:
+    """Format a duration the way error messages show it: ``50ms``, ``1.5s``, ``120s``."""
+
+    def plain(value: float) -> str:
+        return f"{value:.3f}".rstrip("0").rstrip(".")
+
+    if seconds < 1:
+        return f"{plain(seconds * 1000)}ms"
+    return f"{plain(seconds)}s"
+
+
+class ToolError(Exception):
+    """A tool failed; the model is shown the message and may recover.
+
+    >>> str(ToolError("disk full"))
+    'disk full'
+    """
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+    def __str__(self) -> str:
+        return self.message
+
+
+class InvalidArgs(ToolError):
+    """The arguments are unusable. Shown as ``"Invalid arguments: <message>"``."""
+
+    def __str__(self) -> str:
+        return f"Invalid arguments: {self.message}"
+
+
+class ToolNotFound(ToolError):
+    """The model called a tool that does not exist. Shown as ``"Tool not found: <name>"``."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__(name)
+        self.name = name
+
+    def __str__(self) -> str:
+        return f"Tool not found: {self.name}"
+
+
+class ToolCancelled(ToolError):
+    """The call was cancelled before it finished. Shown as ``"Cancelled"``."""
+
+    def __init__(self, message: str = "") -> None:
+        super().__init__(message)
+
+    def __str__(self) -> str:
+        return f"Cancelled: {self.message}" if self.message else "Cancelled"
+
+
+class ToolTimeout(ToolError):
+    """The call ran past its timeout and was cancelled.
+
+    Shown as ``"Tool exceeded timeout of <duration>"``, for example ``"...of 50ms"``.
+    """
+
+    def __init__(self, timeout: float) -> None:
+        super().__init__(format_duration(timeout))
+        self.timeout = timeout
+
+    def __str__(self) -> str:
+        return f"Tool exceeded timeout of {self.message}"
+
+
+# --------------------------------------------------------------------------- strategies
+
+
+@attrs.frozen
+class Sequential:
+    """Run a message's tool calls one at a time; check steering after each."""
+
+
+@attrs.frozen
+class Parallel:
+    """Run all of a message's tool calls at once; check steering after all. The default."""
+
+
+def _positive(instance: object, attribute: attrs.Attribute[int], value: object) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"Batched size must be an integer >= 1, got {value!r}")
+
+
+@attrs.frozen
+class Batched:
+    """Run tool calls in batches of ``size`` at once; check steering after each batch.
+
+    >>> Batched(0)
+    Traceback (most recent call last):
+    ...
+    ValueError: Batched size must be an integer >= 1, got 0
+    """
+
+    size: int = attrs.field(validator=_positive)
+
+
+ExecutionStrategy: TypeAlias = Sequential | Parallel | Batched

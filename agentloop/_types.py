@@ -1,0 +1,231 @@
+"""Content blocks, messages, usage and stop reasons.
+
+Every value here is a frozen, slotted attrs class. Sequences are tuples (lists
+are accepted and converted). Timestamps are Unix milliseconds.
+"""
+
+from __future__ import annotations
+
+import enum
+import time
+from collections.abc import Iterable
+from typing import Any, TypeAlias
+
+import attrs
+
+__all__ = [
+    "AssistantContent",
+    "AssistantMessage",
+    "Content",
+    "ImageContent",
+    "Message",
+    "StopReason",
+    "TextContent",
+    "ThinkingContent",
+    "ToolCall",
+    "ToolResultContent",
+    "ToolResultMessage",
+    "Usage",
+    "UserContent",
+    "UserMessage",
+    "now_ms",
+]
+
+
+def now_ms() -> int:
+    """Return the current Unix time in whole milliseconds."""
+    return time.time_ns() // 1_000_000
+
+
+# --------------------------------------------------------------------------- content
+
+
+@attrs.frozen
+class TextContent:
+    """A block of text.
+
+    >>> TextContent("hello")
+    TextContent(text='hello')
+    """
+
+    text: str
+
+
+@attrs.frozen
+class ImageContent:
+    """An image, as base64-encoded ``data`` with its ``mime_type`` (``"image/png"``)."""
+
+    data: str
+    mime_type: str
+
+    def __repr__(self) -> str:
+        # Images are large; a repr that prints them all is useless in a traceback.
+        return f"ImageContent(mime_type={self.mime_type!r}, data=<{len(self.data)} base64 chars>)"
+
+
+@attrs.frozen
+class ThinkingContent:
+    """The model's reasoning. ``signature`` must be sent back unchanged (Anthropic)."""
+
+    thinking: str
+    signature: str | None = None
+
+
+@attrs.frozen
+class ToolCall:
+    """A request by the model to run the tool ``name`` with ``arguments``.
+
+    ``arguments`` is the parsed JSON object. When the model sent text that is not
+    a JSON object (cut off, malformed, an array...), ``arguments`` is ``{}`` and
+    ``raw_arguments`` holds the text exactly as sent: the loop then answers the
+    call with an :class:`~agentloop.InvalidArgs` result quoting it, instead of
+    running the tool with made-up arguments.
+    """
+
+    id: str
+    name: str
+    arguments: dict[str, Any] = attrs.field(factory=dict)
+    raw_arguments: str | None = None
+
+
+Content: TypeAlias = TextContent | ImageContent | ThinkingContent | ToolCall
+UserContent: TypeAlias = TextContent | ImageContent
+AssistantContent: TypeAlias = TextContent | ThinkingContent | ToolCall
+ToolResultContent: TypeAlias = TextContent | ImageContent
+
+
+# --------------------------------------------------------------------------- usage
+
+
+class StopReason(enum.Enum):
+    """Why an assistant message ended.
+
+    The loop produces ``STOP``, ``LENGTH``, ``TOOL_USE``, ``ERROR`` and
+    ``ABORTED``; the others exist for providers and applications that report them.
+    """
+
+    STOP = "stop"
+    LENGTH = "length"
+    TOOL_USE = "tool_use"
+    ERROR = "error"
+    ABORTED = "aborted"
+    MAX_TURNS = "max_turns"
+    USER_STOP = "user_stop"
+    HANDOFF = "handoff"
+    GUARD_RAIL = "guard_rail"
+    CONTEXT_COMPACTED = "context_compacted"
+    PAUSED = "paused"
+
+
+@attrs.frozen
+class Usage:
+    """Token counts for one model call, or a sum of them (``a + b``).
+
+    ``reasoning`` is the part of ``output`` spent thinking. ``cost`` is in US
+    dollars, ``0.0`` when the model's prices are unknown.
+    """
+
+    input: int = 0
+    output: int = 0
+    cache_read: int = 0
+    cache_write: int = 0
+    total_tokens: int = 0
+    reasoning: int = 0
+    cost: float = 0.0
+
+    def __add__(self, other: Usage) -> Usage:
+        if not isinstance(other, Usage):
+            return NotImplemented
+        return Usage(
+            input=self.input + other.input,
+            output=self.output + other.output,
+            cache_read=self.cache_read + other.cache_read,
+            cache_write=self.cache_write + other.cache_write,
+            total_tokens=self.total_tokens + other.total_tokens,
+            reasoning=self.reasoning + other.reasoning,
+            cost=self.cost + other.cost,
+        )
+
+
+ZERO_USAGE = Usage()
+
+
+# --------------------------------------------------------------------------- messages
+
+
+def _user_content(value: Iterable[UserContent]) -> tuple[UserContent, ...]:
+    return tuple(value)
+
+
+def _assistant_content(value: Iterable[AssistantContent]) -> tuple[AssistantContent, ...]:
+    return tuple(value)
+
+
+def _result_content(value: Iterable[ToolResultContent]) -> tuple[ToolResultContent, ...]:
+    return tuple(value)
+
+
+@attrs.frozen
+class UserMessage:
+    """A message from the user: a prompt, a steering message or a follow-up.
+
+    >>> UserMessage.text("List the files").content
+    (TextContent(text='List the files'),)
+    """
+
+    content: tuple[UserContent, ...] = attrs.field(converter=_user_content)
+    timestamp: int = attrs.field(factory=now_ms)
+
+    @classmethod
+    def text(cls, text: str) -> UserMessage:
+        """Build a message holding one text block, stamped now."""
+        return cls((TextContent(text),))
+
+
+@attrs.frozen
+class AssistantMessage:
+    """A model's reply: text, thinking and tool calls, in the order streamed.
+
+    ``error_message`` is set when ``stop_reason`` is ``ERROR`` or ``ABORTED``.
+    """
+
+    content: tuple[AssistantContent, ...] = attrs.field(converter=_assistant_content)
+    stop_reason: StopReason
+    model: str = ""
+    provider: str = ""
+    usage: Usage = ZERO_USAGE
+    timestamp: int = attrs.field(factory=now_ms)
+    error_message: str | None = None
+
+    @property
+    def tool_calls(self) -> tuple[ToolCall, ...]:
+        """The tool calls in ``content``, in order."""
+        return tuple(block for block in self.content if isinstance(block, ToolCall))
+
+    @property
+    def text(self) -> str:
+        """The text blocks of ``content``, concatenated."""
+        return "".join(block.text for block in self.content if isinstance(block, TextContent))
+
+
+@attrs.frozen
+class ToolResultMessage:
+    """The answer to one :class:`ToolCall`, sent back to the model.
+
+    ``child_loop_id`` names the loop of a sub-agent that produced the result.
+    """
+
+    tool_call_id: str
+    tool_name: str
+    content: tuple[ToolResultContent, ...] = attrs.field(converter=_result_content)
+    is_error: bool = False
+    timestamp: int = attrs.field(factory=now_ms)
+    child_loop_id: str | None = None
+
+    @property
+    def text(self) -> str:
+        """The text blocks of ``content``, joined by newlines."""
+        return "\n".join(block.text for block in self.content if isinstance(block, TextContent))
+
+
+Message: TypeAlias = UserMessage | AssistantMessage | ToolResultMessage

@@ -1,0 +1,71 @@
+"""Exception-group plumbing shared by the public boundaries."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import NoReturn
+
+import trio
+
+__all__ = ["HookFailure", "leaves", "raise_single", "single_leaf"]
+
+
+class HookFailure(BaseException):
+    """Carries an exception raised by a hook through a tool's code.
+
+    An update hook runs inside ``await ctx.update(...)``, that is, inside the
+    tool. Wrapped in this ``BaseException``, the hook's error passes through the
+    tool's ``except Exception`` and the loop's tool gate, so it ends the run as
+    itself instead of becoming a tool error result.
+    """
+
+    def __init__(self, error: BaseException) -> None:
+        super().__init__(error)
+        self.error = error
+
+
+def leaves(error: BaseException) -> Iterator[BaseException]:
+    """Yield the non-group exceptions inside ``error`` (itself, if it is not a group)."""
+    if isinstance(error, BaseExceptionGroup):
+        for inner in error.exceptions:
+            yield from leaves(inner)
+    else:
+        yield error
+
+
+def single_leaf(error: BaseException) -> BaseException | None:
+    """The one exception a group stands for, or ``None`` if it holds several.
+
+    ``Cancelled`` leaves are ignored when another exception is present (trio's
+    cancellation is level-triggered: it is raised again at the next checkpoint).
+    A ``KeyboardInterrupt`` or ``SystemExit`` anywhere wins.
+    """
+    found = list(leaves(error))
+    for leaf in found:
+        if isinstance(leaf, KeyboardInterrupt | SystemExit):
+            return leaf
+    others = [leaf for leaf in found if not isinstance(leaf, trio.Cancelled)]
+    if len(others) == 1:
+        leaf = others[0]
+    elif not others and found:
+        leaf = found[0]
+    else:
+        return None
+    return leaf.error if isinstance(leaf, HookFailure) else leaf
+
+
+def raise_single(error: BaseException) -> NoReturn:
+    """Raise what ``error`` stands for: its single leaf if it has one, else itself.
+
+    The leaf keeps its own traceback, cause and context.
+    """
+    leaf = single_leaf(error) if isinstance(error, BaseExceptionGroup | HookFailure) else error
+    if leaf is None:
+        raise error
+    cause, context, suppress = leaf.__cause__, leaf.__context__, leaf.__suppress_context__
+    try:
+        raise leaf
+    finally:
+        leaf.__cause__, leaf.__context__ = cause, context
+        leaf.__suppress_context__ = suppress
+        del leaf

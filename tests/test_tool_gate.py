@@ -478,3 +478,20 @@ def test_hook_exception_survives_every_scheduling_order() -> None:
         return "not raised"
 
     assert {trio.run(once) for _ in range(30)} == {"hook failed"}
+
+
+def test_schema_that_is_not_json_is_refused() -> None:
+    """A schema holding something JSON cannot express is refused, naming the tool."""
+    with pytest.raises(ValueError, match=r"^tool 'echo': parameters_schema is not JSON: "):
+        al.Agent(
+            ScriptedProvider(), tools=[Echo(parameters_schema={"type": "object", "x": {1, 2}})]
+        )
+
+
+def test_equal_schemas_share_one_compiled_validator() -> None:
+    """Fresh tool instances with an equal schema reuse the compiled validator."""
+    from agentloop._loop._dispatch import _compile
+
+    first = Echo(parameters_schema={"type": "object", "properties": {"q": {"type": "string"}}})
+    second = Echo(parameters_schema={"properties": {"q": {"type": "string"}}, "type": "object"})
+    assert _compile(first) is _compile(second)

@@ -13,6 +13,7 @@ vetoes gets neither. Whatever happens, every call gets exactly one result.
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import math
@@ -86,29 +87,42 @@ class _Entry:
     timeout: float | None
 
 
-_compiled: weakref.WeakKeyDictionary[Any, tuple[Any, Any]] = weakref.WeakKeyDictionary()
+# Compiling a schema (check_schema above all) takes about a millisecond. Validators are
+# cached by the schema's canonical JSON, so fresh tool instances with the same schema
+# (a new Agent per request, say) reuse them; a weak per-tool entry skips even the dumps.
+_by_tool: weakref.WeakKeyDictionary[Any, tuple[Any, Any]] = weakref.WeakKeyDictionary()
+
+
+@functools.lru_cache(maxsize=1024)
+def _validator_for(schema_json: str) -> Any:
+    schema = json.loads(schema_json)
+    cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+    cls.check_schema(schema)
+    return cls(schema)
 
 
 def _compile(tool: AgentTool) -> Any:
     schema = tool.parameters_schema
     try:
-        cached = _compiled.get(tool)
+        cached = _by_tool.get(tool)
     except TypeError:  # not weak-referenceable
         cached = None
     if cached is not None and cached[0] is schema:
         return cached[1]
     if not isinstance(schema, Mapping):
         raise TypeError(f"tool {tool.name!r}: parameters_schema must be a dict, got {schema!r}")
-    cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
     try:
-        cls.check_schema(dict(schema))
+        schema_json = json.dumps(schema, sort_keys=True, allow_nan=False)
+    except (TypeError, ValueError) as error:
+        raise ValueError(f"tool {tool.name!r}: parameters_schema is not JSON: {error}") from error
+    try:
+        validator = _validator_for(schema_json)
     except jsonschema.exceptions.SchemaError as error:
         raise ValueError(
             f"tool {tool.name!r} has an invalid parameters_schema: {error.message}"
         ) from error
-    validator = cls(schema)
     try:
-        _compiled[tool] = (schema, validator)
+        _by_tool[tool] = (schema, validator)
     except TypeError:
         pass
     return validator

@@ -6,12 +6,14 @@ from typing import Any
 
 from .._events import StreamDelta, TextDelta, ThinkingDelta, ToolCallDelta
 from .._types import (
+    ZERO_USAGE,
     AssistantContent,
     AssistantMessage,
     StopReason,
     TextContent,
     ThinkingContent,
     ToolCall,
+    now_ms,
 )
 
 __all__ = ["PartialMessage"]
@@ -25,24 +27,34 @@ class PartialMessage:
     not complete until the message ends) while its raw text accumulates.
     """
 
-    __slots__ = ("_content", "_positions", "_raw", "model", "provider")
+    __slots__ = ("_content", "_positions", "_raw", "_snapshot", "_timestamp", "model", "provider")
 
     def __init__(self, model: str = "", provider: str = "") -> None:
         self._content: list[AssistantContent] = []
         self._positions: dict[int, int] = {}
         self._raw: dict[int, str] = {}
+        self._snapshot: AssistantMessage | None = None
+        self._timestamp = now_ms()
         self.model = model
         self.provider = provider
 
     def message(self) -> AssistantMessage:
         """The message so far (``stop_reason`` is meaningless until the end)."""
-        return AssistantMessage(
-            tuple(self._content), StopReason.STOP, model=self.model, provider=self.provider
-        )
+        if self._snapshot is None:
+            self._snapshot = AssistantMessage(
+                tuple(self._content),
+                StopReason.STOP,
+                self.model,
+                self.provider,
+                ZERO_USAGE,
+                self._timestamp,
+            )
+        return self._snapshot
 
     def apply(self, delta: StreamDelta) -> AssistantMessage:
         """Add ``delta`` and return the message so far."""
-        position = self._positions.get(delta.index)
+        index = delta.index
+        position = self._positions.get(index)
         block: Any = None if position is None else self._content[position]
         if isinstance(delta, TextDelta):
             new: AssistantContent = TextContent(
@@ -53,18 +65,21 @@ class PartialMessage:
                 block.thinking + delta.delta if isinstance(block, ThinkingContent) else delta.delta
             )
         elif isinstance(delta, ToolCallDelta):
-            self._raw[delta.index] = self._raw.get(delta.index, "") + delta.delta
-            if isinstance(block, ToolCall):
-                new = ToolCall(delta.tool_call_id or block.id, delta.name or block.name)
-            else:
-                new = ToolCall(delta.tool_call_id, delta.name)
+            self._raw[index] = self._raw.get(index, "") + delta.delta
+            call_id = delta.tool_call_id or (block.id if isinstance(block, ToolCall) else "")
+            name = delta.name or (block.name if isinstance(block, ToolCall) else "")
+            if isinstance(block, ToolCall) and (block.id, block.name) == (call_id, name):
+                # Only the arguments text grew; the visible message is unchanged.
+                return self.message()
+            new = ToolCall(call_id, name)
         else:
             raise TypeError(f"a provider emitted {delta!r}, which is not a StreamDelta")
         if position is None:
-            self._positions[delta.index] = len(self._content)
+            self._positions[index] = len(self._content)
             self._content.append(new)
         else:
             self._content[position] = new
+        self._snapshot = None
         return self.message()
 
     def interrupted(self, stop_reason: StopReason, error_message: str) -> AssistantMessage:

@@ -215,14 +215,7 @@ class ScriptedProvider:
             await trio.lowlevel.checkpoint()
 
         content: list[AssistantContent] = []
-        first = True
-
-        async def send(delta: TextDelta | ThinkingDelta | ToolCallDelta) -> None:
-            nonlocal first
-            if not first and self.delta_delay > 0:
-                await trio.sleep(self.delta_delay)
-            first = False
-            await emit(delta)
+        send = emit if self.delta_delay <= 0 else self._spaced(emit, self.delta_delay)
 
         for index, block in enumerate(turn.content):
             if isinstance(block, str):
@@ -262,6 +255,20 @@ class ScriptedProvider:
         return AssistantMessage(
             tuple(content), stop_reason, model=self.model, provider=self.provider_name, usage=usage
         )
+
+    @staticmethod
+    def _spaced(emit: Emit, delay: float) -> Emit:
+        """``emit``, waiting ``delay`` seconds before each delta after the first."""
+        first = True
+
+        async def send(delta: TextDelta | ThinkingDelta | ToolCallDelta) -> None:
+            nonlocal first
+            if not first:
+                await trio.sleep(delay)
+            first = False
+            await emit(delta)
+
+        return send
 
     @staticmethod
     def _estimate_usage(request: ModelRequest, content: Sequence[AssistantContent]) -> Usage:

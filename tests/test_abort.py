@@ -317,3 +317,73 @@ async def test_error_while_tools_run_leaves_history_whole(autojump_clock: Any) -
         ("result:ok", "fast=slept 1"),
         ("result:error", "slow=Cancelled: the run ended before this tool call finished."),
     ]
+
+
+async def test_after_hook_fires_for_calls_an_abort_ended(autojump_clock: Any) -> None:
+    """Soft abort: each call the before hook allowed gets its after hook, after its end event."""
+    log: list[str] = []
+
+    class RecordingChannel:
+        def __init__(self, inner: trio.MemorySendChannel[al.AgentEvent]) -> None:
+            self.inner = inner
+
+        async def send(self, event: al.AgentEvent) -> None:
+            if isinstance(event, al.ToolExecutionStart | al.ToolExecutionEnd):
+                log.append(f"{type(event).__name__} {event.tool_call_id}")
+            await self.inner.send(event)
+
+        def __enter__(self) -> RecordingChannel:
+            return self
+
+        def __exit__(self, *exc: object) -> None:
+            self.inner.close()
+
+    config = al.AgentLoopConfig(
+        provider=ScriptedProvider([reply(call("sleep", id="a"), call("sleep", id="b"))]),
+        before_tool_execution=lambda name, call_id, args: log.append(f"before {call_id}"),
+        after_tool_execution=lambda name, call_id, is_error: log.append(
+            f"after {call_id} error={is_error}"
+        ),
+    )
+    send, receive = trio.open_memory_channel[al.AgentEvent](100)
+    abort_scope = trio.CancelScope()
+    context = al.AgentContext(tools=[Sleeper()])
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(
+            lambda: al.agent_loop(
+                ["go"],
+                context,
+                config,
+                RecordingChannel(send),
+                abort_scope=abort_scope,  # type: ignore[arg-type]
+            )
+        )
+        await trio.sleep(5)
+        abort_scope.cancel()
+    receive.close()
+    assert log == [
+        "before a",
+        "ToolExecutionStart a",
+        "before b",
+        "ToolExecutionStart b",
+        "ToolExecutionEnd a",
+        "after a error=True",
+        "ToolExecutionEnd b",
+        "after b error=True",
+    ]
+
+
+async def test_no_after_hook_when_the_run_is_cancelled(autojump_clock: Any) -> None:
+    """Hard cancellation (leaving early) runs no more hooks."""
+    log: list[str] = []
+    agent = al.Agent(
+        ScriptedProvider([reply(call("sleep", id="a"))]),
+        tools=[Sleeper()],
+        after_tool_execution=lambda *args: log.append("after"),
+    )
+    async with agent.prompt("go") as events:
+        async for event in events:
+            if isinstance(event, al.ToolExecutionStart):
+                break
+    assert log == []
+    assert_well_formed(agent.messages)

@@ -124,9 +124,17 @@ async def play(scenario: dict[str, Any]) -> None:
         assert sorted(starts) == sorted(ends)
         assert recorder.events[-1].messages == agent.messages
         assert [type(e) for e in recorder.events].count(al.AgentEnd) == 1
-        # MessageEnd events describe exactly the history, in order.
+        # MessageEnd events describe exactly the history, in order; the one difference
+        # allowed is an aborted turn's assistant message, re-marked ABORTED afterwards.
         ended = [e.message for e in recorder.of_type(al.MessageEnd)]
         assert len(ended) == len(agent.messages)
+        for sent, kept in zip(ended, agent.messages, strict=True):
+            if sent != kept:
+                assert isinstance(sent, al.AssistantMessage)
+                assert isinstance(kept, al.AssistantMessage)
+                assert kept.stop_reason is al.StopReason.ABORTED
+                assert (kept.content, kept.timestamp) == (sent.content, sent.timestamp)
+                assert kept == recorder.of_type(al.TurnEnd)[-1].message
     else:
         assert scenario["interrupt"] == "break"
 

@@ -56,6 +56,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ABORTED_TEXT",
+    "AfterHookCall",
     "ENDED_TEXT",
     "NOT_RUN_TEXT",
     "SKIPPED_TEXT",
@@ -172,6 +173,19 @@ class CallState:
     result: ToolResult | None = None
     is_error: bool = False
     appended: bool = False  # result message in the history
+    after_hook_due: bool = False  # before_tool_execution allowed it; after hook not yet run
+
+
+@attrs.frozen
+class AfterHookCall:
+    """An after_tool_execution call owed to a call that an interruption ended."""
+
+    state: CallState
+
+    async def run(self, run: Run) -> None:
+        hook = run.config.after_tool_execution
+        if hook is not None:
+            await call_hook(hook, self.state.call.name, self.state.call.id, self.state.is_error)
 
 
 @attrs.define(eq=False)
@@ -272,6 +286,7 @@ async def _preflight(run: Run, state: CallState) -> _Entry | None:
     if hook is not None and await call_hook(hook, call.name, call.id, call.arguments) is False:
         state.result, state.is_error, state.ended = ToolResult.text(VETOED_TEXT), True, True
         return None
+    state.after_hook_due = run.config.after_tool_execution is not None
     await _start(run, state)
     return entry
 
@@ -342,8 +357,9 @@ async def _execute(run: Run, state: CallState, entry: _Entry) -> None:
     else:
         assert isinstance(result, ToolResult)
         await _end(run, state, result, False)
-    if config.after_tool_execution is not None:
-        await call_hook(config.after_tool_execution, call.name, call.id, state.is_error)
+    if state.after_hook_due:
+        state.after_hook_due = False
+        await AfterHookCall(state).run(run)
 
 
 async def _skip(run: Run, state: CallState, text: str = SKIPPED_TEXT) -> None:

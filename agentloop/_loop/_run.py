@@ -36,6 +36,7 @@ from ._dispatch import (
     ABORTED_TEXT,
     ENDED_TEXT,
     NOT_RUN_TEXT,
+    AfterHookCall,
     CallState,
     ToolRegistry,
     Turn,
@@ -88,7 +89,8 @@ class Run:
         self.usage = Usage()
         self.turn: Turn | None = None
         self.pending: list[UserMessage] = []  # polled, not yet in the history
-        self._owed: list[AgentEvent] = []  # events describing history already changed
+        # Events describing history already changed (and after hooks owed with them).
+        self._owed: list[AgentEvent | AfterHookCall] = []
         self._unannounced: list[UserMessage] = []
         self._turn_index = 0
         self._turns_done = 0
@@ -112,12 +114,17 @@ class Run:
         self.context.append(message)
         self.new_messages.append(message)
 
-    async def _settle_owed(self, *events: AgentEvent) -> None:
+    async def _settle_owed(self, *events: AgentEvent | AfterHookCall) -> None:
         """Send events for a history change already made, so an abort can re-send them."""
         self._owed.extend(events)
         while self._owed:
-            await self.emit(self._owed[0])
-            del self._owed[0]
+            item = self._owed[0]
+            if isinstance(item, AfterHookCall):
+                del self._owed[0]  # at most once, even if cancelled while it runs
+                await item.run(self)
+            else:
+                await self.emit(item)  # dropped only once delivered
+                del self._owed[0]
 
     async def announce(self, message: Message) -> None:
         await self._settle_owed(
@@ -305,7 +312,7 @@ class Run:
 
     def _settle(
         self, stop_reason: StopReason, error_message: str, call_text: str
-    ) -> list[AgentEvent]:
+    ) -> list[AgentEvent | AfterHookCall]:
         """Make the history whole after an interruption; return the events that say so.
 
         Synchronous, so it completes even when the run is being cancelled. Every
@@ -348,9 +355,9 @@ class Run:
 
     def _settle_turn(
         self, turn: Turn, stop_reason: StopReason, error_message: str, call_text: str
-    ) -> list[AgentEvent]:
+    ) -> list[AgentEvent | AfterHookCall]:
         loop_id = self.loop_id
-        events: list[AgentEvent] = []
+        events: list[AgentEvent | AfterHookCall] = []
         if not turn.assistant_appended:
             if turn.partial is None:
                 turn.partial = PartialMessage()
@@ -397,6 +404,9 @@ class Run:
                     )
                 )
                 state.started = state.ended = True
+            if state.after_hook_due:  # run after its end event, if the run goes on
+                state.after_hook_due = False
+                events.append(AfterHookCall(state))
         self.turn = turn  # result_message records into the current turn
         for state in turn.calls:
             if not state.appended:

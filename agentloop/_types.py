@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import enum
 import time
-from collections.abc import Iterable
-from typing import Any, TypeAlias
+from collections.abc import Callable, Iterable
+from typing import Any, ClassVar, TypeAlias, overload
 
 import attrs
 
@@ -165,21 +165,49 @@ def _result_content(value: Iterable[ToolResultContent]) -> tuple[ToolResultConte
     return tuple(value)
 
 
+class _TextOfUserMessage:
+    """``UserMessage.text("hi")`` builds a message; ``message.text`` is its text.
+
+    On the class, ``text`` is the constructor the contract names; on an instance
+    it reads like ``AssistantMessage.text`` and ``ToolResultMessage.text``, so
+    ``[m.text for m in history]`` gives strings for every kind of message.
+    """
+
+    @overload
+    def __get__(self, instance: None, owner: type[UserMessage]) -> Callable[[str], UserMessage]: ...
+    @overload
+    def __get__(self, instance: UserMessage, owner: type[UserMessage]) -> str: ...
+    def __get__(
+        self, instance: UserMessage | None, owner: type[UserMessage]
+    ) -> Callable[[str], UserMessage] | str:
+        if instance is None:
+
+            def text(text: str) -> UserMessage:
+                """Build a message holding one text block, stamped now."""
+                return owner((TextContent(text),))
+
+            return text
+        return "\n".join(b.text for b in instance.content if isinstance(b, TextContent))
+
+
 @attrs.frozen
 class UserMessage:
     """A message from the user: a prompt, a steering message or a follow-up.
 
-    >>> UserMessage.text("List the files").content
+    ``UserMessage.text("...")`` builds one holding a single text block, stamped
+    now; on a message, ``.text`` is its text blocks joined by newlines.
+
+    >>> message = UserMessage.text("List the files")
+    >>> message.content
     (TextContent(text='List the files'),)
+    >>> message.text
+    'List the files'
     """
 
     content: tuple[UserContent, ...] = attrs.field(converter=_user_content)
     timestamp: int = attrs.field(factory=now_ms)
 
-    @classmethod
-    def text(cls, text: str) -> UserMessage:
-        """Build a message holding one text block, stamped now."""
-        return cls((TextContent(text),))
+    text: ClassVar[_TextOfUserMessage] = _TextOfUserMessage()
 
 
 @attrs.frozen

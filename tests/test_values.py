@@ -209,3 +209,13 @@ def test_assert_well_formed_reports_orphans() -> None:
         AssertionError, match=r"^message 2: user message while tool calls \['c1'\] have no result$"
     ):
         testing.assert_well_formed(history)
+
+
+def test_user_message_text_builds_on_the_class_and_reads_on_an_instance() -> None:
+    """UserMessage.text(s) builds a message; message.text reads it, like the other messages."""
+    message = al.UserMessage(
+        (al.TextContent("a"), al.ImageContent("QQ==", "image/png"), al.TextContent("b"))
+    )
+    assert message.text == "a\nb"
+    built = al.UserMessage.text("hello")
+    assert (built.content, built.text) == ((al.TextContent("hello"),), "hello")

@@ -1,4 +1,4 @@
-"""Development sessions: ``nox -s tests``, ``lint``, ``typecheck``, ``bench``."""
+"""Development sessions: ``nox -s tests``, ``lint``, ``typecheck``, ``docs``, ``bench``."""
 
 from __future__ import annotations
 
@@ -34,6 +34,13 @@ def typecheck(session: nox.Session) -> None:
     """mypy --strict on the package."""
     session.install(".", *nox.project.dependency_groups(PYPROJECT, "typecheck"))
     session.run("mypy", "--strict", "agentloop")
+
+
+@nox.session(python="3.11")
+def docs(session: nox.Session) -> None:
+    """Check the docs: every example runs with its shown output; links and API page complete."""
+    session.install(".", *nox.project.dependency_groups(PYPROJECT, "test"))
+    session.run("pytest", "tests/test_docs.py", *session.posargs)
 
 
 @nox.session(python="3.11")

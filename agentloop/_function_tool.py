@@ -7,19 +7,24 @@ becomes the :class:`~agentloop.ToolResult`.
 
 from __future__ import annotations
 
-import enum
 import inspect
 import json
-import math
 import re
-import types
 import typing
-from collections.abc import Callable, Coroutine, Mapping, Sequence
-from typing import Annotated, Any, Generic, Literal, ParamSpec, TypeAlias, TypeVar, overload
+from collections.abc import Callable, Coroutine, Mapping
+from typing import Any, Generic, ParamSpec, TypeVar, overload
 
 import attrs
-import jsonschema
 
+from ._json_schema import (
+    NO_DEFAULT,
+    Convert,
+    Unsupported,
+    compile_type,
+    json_default,
+    strip_annotated,
+    type_name,
+)
 from ._tool import ToolContext, ToolError, ToolResult
 from ._types import ImageContent, TextContent
 
@@ -27,8 +32,6 @@ __all__ = ["FunctionTool", "tool"]
 
 P = ParamSpec("P")
 R = TypeVar("R")
-
-_Convert: TypeAlias = Callable[[Any], Any]
 
 
 # --------------------------------------------------------------------------- the tool
@@ -61,7 +64,7 @@ class FunctionTool(Generic[P, R]):
     description: str = attrs.field(repr=False)
     parameters_schema: dict[str, Any] = attrs.field(repr=False)
     timeout: float | None = None
-    _converters: Mapping[str, _Convert] = attrs.field(factory=dict, repr=False)
+    _converters: Mapping[str, Convert] = attrs.field(factory=dict, repr=False)
     _context_parameter: str | None = attrs.field(default=None, repr=False)
 
     def __call__(self, *args: P.args, **kwargs: P.kwargs) -> Coroutine[Any, Any, R]:
@@ -259,11 +262,11 @@ def _make_tool(
     summary, documented = _parse_docstring(getattr(fn, "__doc__", None))
     properties: dict[str, Any] = {}
     required: list[str] = []
-    converters: dict[str, _Convert] = {}
+    converters: dict[str, Convert] = {}
     context_parameter: str | None = None
     for parameter in signature.parameters.values():
         hint = hints.get(parameter.name, Any)
-        if _strip_annotated(hint) is ToolContext:
+        if strip_annotated(hint) is ToolContext:
             if context_parameter is not None:
                 raise TypeError(
                     f"@tool: parameters {context_parameter!r} and {parameter.name!r} of "
@@ -272,24 +275,24 @@ def _make_tool(
             context_parameter = parameter.name
             continue
         try:
-            schema, convert = _compile(hint, ())
-        except _Unsupported as error:
-            inner = "" if error.type is hint else f" (in {_type_name(hint)})"
+            schema, convert = compile_type(hint, ())
+        except Unsupported as error:
+            inner = "" if error.type is hint else f" (in {type_name(hint)})"
             reason = error.reason or (
                 "; use str, int, float, bool, None, Any, Literal, an Enum, a TypedDict, "
                 "or a list, tuple, set, dict or union of these"
             )
             raise TypeError(
                 f"@tool: parameter {parameter.name!r} of {where} has unsupported type "
-                f"{_type_name(error.type)}{inner}{reason}"
+                f"{type_name(error.type)}{inner}{reason}"
             ) from None
         if "description" not in schema and documented.get(parameter.name):
             schema["description"] = documented[parameter.name]
         if parameter.default is inspect.Parameter.empty:
             required.append(parameter.name)
         else:
-            default = _json_default(parameter.default)
-            if default is not _NO_DEFAULT:
+            default = json_default(parameter.default)
+            if default is not NO_DEFAULT:
                 schema["default"] = default
         properties[parameter.name] = schema
         if convert is not None:
@@ -382,269 +385,3 @@ def _parse_args(body: list[str]) -> dict[str, str]:
             current = entries.setdefault(entry["name"], [])
             current.append(entry["text"].strip())
     return {name: " ".join(part for part in parts if part) for name, parts in entries.items()}
-
-
-# --------------------------------------------------------------------------- schemas
-
-
-class _Unsupported(Exception):
-    def __init__(self, tp: object, reason: str = "") -> None:
-        super().__init__(tp, reason)
-        self.type = tp
-        self.reason = reason
-
-
-_NO_DEFAULT = object()
-_SCALARS: tuple[tuple[type, str], ...] = (
-    (str, "string"),
-    (bool, "boolean"),
-    (int, "integer"),
-    (float, "number"),
-)
-_BARE_ARRAYS: dict[object, _Convert | None] = {
-    list: None,
-    typing.List: None,  # noqa: UP006
-    Sequence: None,
-    typing.Sequence: None,
-    tuple: tuple,
-    typing.Tuple: tuple,  # noqa: UP006
-    set: set,
-    typing.Set: set,  # noqa: UP006
-    frozenset: frozenset,
-    typing.FrozenSet: frozenset,  # noqa: UP006
-}
-_ARRAYS: dict[object, _Convert | None] = {
-    list: None,
-    Sequence: None,
-    set: set,
-    frozenset: frozenset,
-}
-_BARE_OBJECTS = (dict, typing.Dict, Mapping, typing.Mapping)  # noqa: UP006
-_UNIONS = (typing.Union, types.UnionType)
-_QUALIFIERS = frozenset({"Required", "NotRequired", "ReadOnly"})
-
-
-def _qualifier(origin: object) -> str | None:
-    """The name of a TypedDict qualifier (Required, NotRequired, ReadOnly); else None."""
-    # Recognised by name, so typing_extensions' versions (ReadOnly before 3.13) count too.
-    if type(origin).__module__ not in ("typing", "typing_extensions"):
-        return None
-    name = getattr(origin, "_name", None)
-    return name if name in _QUALIFIERS else None
-
-
-def _qualifiers(hint: object) -> set[str]:
-    """The TypedDict qualifiers wrapping ``hint``, through any Annotated layers."""
-    found: set[str] = set()
-    while True:
-        origin = typing.get_origin(hint)
-        if origin is Annotated:
-            hint = typing.get_args(hint)[0]
-            continue
-        qualifier = _qualifier(origin)
-        if qualifier is None:
-            return found
-        found.add(qualifier)
-        hint = typing.get_args(hint)[0]
-
-
-def _type_name(tp: object) -> str:
-    if isinstance(tp, type):
-        return tp.__qualname__
-    return repr(tp).replace("typing.", "")
-
-
-def _strip_annotated(tp: object) -> object:
-    while typing.get_origin(tp) is Annotated:
-        tp = typing.get_args(tp)[0]
-    return tp
-
-
-def _json_scalar_type(value: object) -> str | None:
-    """The JSON type of a scalar Literal or Enum value; None for anything else."""
-    if isinstance(value, enum.Enum):
-        return None
-    if value is None:
-        return "null"
-    for python_type, json_type in _SCALARS:
-        if isinstance(value, python_type):
-            return json_type
-    return None
-
-
-def _compile(tp: Any, seen: tuple[type, ...]) -> tuple[dict[str, Any], _Convert | None]:
-    """The JSON Schema of ``tp``, and a converter from its JSON form (None: keep as is)."""
-    origin = typing.get_origin(tp)
-    args = typing.get_args(tp)
-    if origin is Annotated:
-        schema, convert = _compile(args[0], seen)
-        text = next((item for item in tp.__metadata__ if isinstance(item, str)), None)
-        if text is not None:
-            schema["description"] = text
-        return schema, convert
-    if _qualifier(origin) is not None:
-        return _compile(args[0], seen)
-    try:
-        hash(tp)
-    except TypeError:
-        raise _Unsupported(tp) from None
-    if tp is Any:
-        return {}, None
-    if tp is None or tp is type(None):
-        return {"type": "null"}, None
-    for python_type, json_type in _SCALARS:
-        if tp is python_type:
-            return {"type": json_type}, None
-    if origin is Literal:
-        return _literal(tp, args), None
-    if isinstance(tp, type) and issubclass(tp, enum.Enum):
-        return _enum(tp), tp
-    if origin in _UNIONS:
-        return _union(args, seen)
-    if isinstance(tp, type) and issubclass(tp, dict) and hasattr(tp, "__required_keys__"):
-        return _typed_dict(tp, seen)
-    if tp in _BARE_ARRAYS:
-        return {"type": "array"}, _BARE_ARRAYS[tp]
-    if tp in _BARE_OBJECTS:
-        return {"type": "object"}, None
-    if origin in _ARRAYS and len(args) == 1:
-        items, convert = _compile(args[0], seen)
-        return {"type": "array", "items": items}, _array_converter(_ARRAYS[origin], convert)
-    if origin is tuple:
-        return _tuple(args, seen)
-    if origin in (dict, Mapping) and len(args) == 2:
-        if args[0] is not str:
-            raise _Unsupported(tp, ": JSON object keys are strings, so use dict[str, ...]")
-        values, convert = _compile(args[1], seen)
-        schema = {"type": "object", "additionalProperties": values}
-        if convert is None:
-            return schema, None
-        return schema, lambda value: {key: convert(item) for key, item in value.items()}
-    raise _Unsupported(tp)
-
-
-def _literal(tp: object, values: tuple[Any, ...]) -> dict[str, Any]:
-    kinds = {_json_scalar_type(value) for value in values}
-    if None in kinds:
-        raise _Unsupported(tp, ": Literal values must be str, int, float, bool or None")
-    if kinds == {"integer", "number"}:
-        kinds = {"number"}
-    schema: dict[str, Any] = {"enum": list(values)}
-    if len(kinds) == 1:
-        schema = {"type": kinds.pop(), **schema}
-    return schema
-
-
-def _enum(tp: type[enum.Enum]) -> dict[str, Any]:
-    values = [member.value for member in tp]
-    if any(_json_scalar_type(value) is None for value in values):
-        raise _Unsupported(tp, ": its values must be str, int, float, bool or None")
-    return {"enum": values}
-
-
-def _union(args: tuple[Any, ...], seen: tuple[type, ...]) -> tuple[dict[str, Any], _Convert | None]:
-    members = [arg for arg in args if arg is not type(None)]
-    branches = [_compile(arg, seen) for arg in members]
-    if len(members) < len(args):
-        branches.append(({"type": "null"}, None))
-    schema = {"anyOf": [branch_schema for branch_schema, _ in branches]}
-    if all(convert is None for _, convert in branches):
-        return schema, None
-    # The loop has validated the value against the whole union; convert it the
-    # way the first branch that accepts it says.
-    matchers = [
-        (jsonschema.Draft202012Validator(branch_schema), convert)
-        for branch_schema, convert in branches
-    ]
-
-    def convert_union(value: Any) -> Any:
-        for validator, branch_convert in matchers:
-            if validator.is_valid(value):
-                return value if branch_convert is None else branch_convert(value)
-        return value
-
-    return schema, convert_union
-
-
-def _typed_dict(tp: type, seen: tuple[type, ...]) -> tuple[dict[str, Any], _Convert | None]:
-    if tp in seen:
-        raise _Unsupported(tp, ": recursive types are not supported")
-    try:
-        hints = typing.get_type_hints(tp, include_extras=True)
-    except Exception as error:
-        raise _Unsupported(tp, f": cannot resolve its type hints: {error}") from error
-    # __required_keys__ misses Required/NotRequired written as strings (PEP 563
-    # annotations on Python < 3.14), so the resolved hints have the last word.
-    required_keys: frozenset[str] = getattr(tp, "__required_keys__", frozenset())
-    properties: dict[str, Any] = {}
-    converters: dict[str, _Convert] = {}
-    required: list[str] = []
-    for key, hint in hints.items():
-        properties[key], convert = _compile(hint, (*seen, tp))
-        if convert is not None:
-            converters[key] = convert
-        qualifiers = _qualifiers(hint)
-        if "Required" in qualifiers or (key in required_keys and "NotRequired" not in qualifiers):
-            required.append(key)
-    schema: dict[str, Any] = {"type": "object", "properties": properties}
-    if required:
-        schema["required"] = required
-    schema["additionalProperties"] = False
-    if not converters:
-        return schema, None
-
-    def convert_dict(value: dict[str, Any]) -> dict[str, Any]:
-        return {
-            key: item if key not in converters else converters[key](item)
-            for key, item in value.items()
-        }
-
-    return schema, convert_dict
-
-
-def _tuple(args: tuple[Any, ...], seen: tuple[type, ...]) -> tuple[dict[str, Any], _Convert | None]:
-    if len(args) == 2 and args[1] is Ellipsis:
-        items, convert = _compile(args[0], seen)
-        return {"type": "array", "items": items}, _array_converter(tuple, convert)
-    if not args:  # tuple[()]
-        return {"type": "array", "maxItems": 0}, tuple
-    compiled = [_compile(arg, seen) for arg in args]
-    schema = {
-        "type": "array",
-        "prefixItems": [item_schema for item_schema, _ in compiled],
-        "minItems": len(args),
-        "maxItems": len(args),
-    }
-    converters = [convert for _, convert in compiled]
-
-    def convert_tuple(value: list[Any]) -> tuple[Any, ...]:
-        return tuple(
-            item if item_convert is None else item_convert(item)
-            for item, item_convert in zip(value, converters, strict=True)
-        )
-
-    return schema, convert_tuple
-
-
-def _array_converter(container: _Convert | None, item: _Convert | None) -> _Convert | None:
-    if item is None:
-        return container
-    make: _Convert = list if container is None else container
-    return lambda value: make(item(element) for element in value)
-
-
-def _json_default(value: object) -> object:
-    """``value`` as JSON (Enum members as their values), or _NO_DEFAULT if it has none."""
-    if isinstance(value, enum.Enum):
-        value = value.value
-    if value is None or isinstance(value, str | int):
-        return value
-    if isinstance(value, float):
-        return value if math.isfinite(value) else _NO_DEFAULT
-    if isinstance(value, list | tuple):
-        items = [_json_default(item) for item in value]
-        return _NO_DEFAULT if _NO_DEFAULT in items else items
-    if isinstance(value, dict) and all(isinstance(key, str) for key in value):
-        converted = {key: _json_default(item) for key, item in value.items()}
-        return _NO_DEFAULT if _NO_DEFAULT in converted.values() else converted
-    return _NO_DEFAULT

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+from typing import Any
 
 import pytest
 import trio
@@ -295,3 +296,52 @@ async def test_closed_receiver_does_not_stop_the_run() -> None:
         ("assistant:stop", "fin"),
     ]
     assert_well_formed(new)
+
+
+async def test_missing_or_repeated_call_ids_are_replaced() -> None:
+    """Tool calls with an empty or repeated id get unique ids before entering the history."""
+
+    class SloppyServer:
+        async def stream(self, request: Any, emit: Any) -> al.AssistantMessage:
+            if len(request.messages) > 1:
+                return al.AssistantMessage((al.TextContent("done"),), al.StopReason.STOP)
+            calls = (
+                al.ToolCall("", "echo", {"text": "a"}),
+                al.ToolCall("x", "echo", {"text": "b"}),
+                al.ToolCall("x", "echo", {"text": "c"}),
+            )
+            return al.AssistantMessage(calls, al.StopReason.TOOL_USE)
+
+    agent = al.Agent(SloppyServer(), tools=[Echo()], agent_id="s")
+    await agent.run("go")
+    assert texts(agent.messages)[1:5] == [
+        ("assistant:tool_use", "[echo#s.1-0-0,echo#x,echo#s.1-0-2]"),
+        ("result:ok", "s.1-0-0=A"),
+        ("result:ok", "x=B"),
+        ("result:ok", "s.1-0-2=C"),
+    ]
+    assert_well_formed(agent.messages)
+
+
+async def test_tool_calls_in_a_failed_reply_are_answered_not_run() -> None:
+    """A reply that ends with ERROR but holds tool calls: each gets a result; none runs."""
+    echo = Echo()
+    provider = ScriptedProvider(
+        [reply("Partly", call("echo", {"text": "a"}, id="e1"), stop_reason=al.StopReason.ERROR)]
+    )
+    agent = al.Agent(provider, tools=[echo])
+    recorder = await run_recorded(agent, "go")
+    assert echo.calls == []
+    assert texts(agent.messages)[1:] == [
+        ("assistant:error", "Partly[echo#e1]"),
+        ("result:error", "e1=Not executed: the model's reply ended with an error."),
+    ]
+    assert recorder.names()[-7:] == [
+        "MessageEnd",
+        "ToolExecutionStart",
+        "ToolExecutionEnd",
+        "MessageStart",
+        "MessageEnd",
+        "TurnEnd",
+        "AgentEnd",
+    ]

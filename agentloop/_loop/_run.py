@@ -5,6 +5,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Iterable, Sequence
 
+import attrs
 import trio
 
 from .._context import AgentContext
@@ -23,9 +24,11 @@ from .._events import (
 )
 from .._tool import ToolResult
 from .._types import (
+    AssistantContent,
     AssistantMessage,
     Message,
     StopReason,
+    ToolCall,
     Usage,
     UserMessage,
 )
@@ -62,6 +65,26 @@ def _user_messages(values: Iterable[object], what: str) -> list[UserMessage]:
         else:
             raise TypeError(f"{what} must be str or UserMessage, got {type(value).__name__}")
     return messages
+
+
+def _with_unique_call_ids(message: AssistantMessage, loop_id: str, turn: int) -> AssistantMessage:
+    """``message``, with an id for each tool call that has none or repeats one.
+
+    Results are matched to calls by id; some servers send empty or repeated ids.
+    """
+    calls = message.tool_calls
+    ids = [call.id for call in calls]
+    if all(ids) and len(set(ids)) == len(ids):
+        return message
+    seen: set[str] = set()
+    content: list[AssistantContent] = []
+    for position, block in enumerate(message.content):
+        if isinstance(block, ToolCall):
+            if not block.id or block.id in seen:
+                block = attrs.evolve(block, id=f"{loop_id}-{turn}-{position}")
+            seen.add(block.id)
+        content.append(block)
+    return attrs.evolve(message, content=tuple(content))
 
 
 class Run:
@@ -282,7 +305,7 @@ class Run:
                 f"{type(config.provider).__name__}.stream returned {type(final).__name__}, "
                 "expected an AssistantMessage"
             )
-        assistant = self.context.stamp(final)
+        assistant = self.context.stamp(_with_unique_call_ids(final, self.loop_id, turn.index))
         self.add_message(assistant)
         # Register the calls in the same step: from here on they are in the history,
         # and an interruption must answer each of them.

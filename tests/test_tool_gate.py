@@ -495,3 +495,30 @@ def test_equal_schemas_share_one_compiled_validator() -> None:
     first = Echo(parameters_schema={"type": "object", "properties": {"q": {"type": "string"}}})
     second = Echo(parameters_schema={"properties": {"q": {"type": "string"}}, "type": "object"})
     assert _compile(first) is _compile(second)
+
+
+async def test_a_tool_changing_its_arguments_does_not_change_the_history() -> None:
+    """The tool and the hooks get copies; the call in the history keeps what the model sent."""
+
+    @attrs.define
+    class Greedy:
+        name: str = "greedy"
+        label: str = ""
+        description: str = ""
+        parameters_schema: dict[str, Any] = attrs.field(factory=lambda: ANY_SCHEMA)
+
+        async def execute(self, params: dict[str, Any], ctx: al.ToolContext) -> al.ToolResult:
+            params["items"].append("added by the tool")
+            params.pop("keep")
+            return al.ToolResult.text("ok")
+
+    def hook(name: str, call_id: str, args: dict[str, Any]) -> None:
+        args.clear()
+
+    sent = {"keep": 1, "items": ["a"]}
+    provider = ScriptedProvider([reply(call("greedy", sent)), reply("done")])
+    agent = al.Agent(provider, tools=[Greedy()], before_tool_execution=hook)
+    recorder = await run_recorded(agent, "go")
+    assert agent.messages[1].content[0] == al.ToolCall("call_1", "greedy", sent)
+    assert recorder.of_type(al.ToolExecutionStart)[0].args == sent
+    assert provider.requests[1].messages[1].content[0].arguments == sent  # type: ignore[union-attr]

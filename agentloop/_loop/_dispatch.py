@@ -19,6 +19,7 @@ import logging
 import math
 import weakref
 from collections.abc import Callable, Iterable, Mapping
+from copy import deepcopy
 from typing import TYPE_CHECKING, Any
 
 import attrs
@@ -283,7 +284,11 @@ async def _preflight(run: Run, state: CallState) -> _Entry | None:
         await _end(run, state, ToolResult.text(str(problem)), True)
         return None
     hook = run.config.before_tool_execution
-    if hook is not None and await call_hook(hook, call.name, call.id, call.arguments) is False:
+    # Hooks and tools get copies: the arguments also live in the history and in events.
+    if (
+        hook is not None
+        and await call_hook(hook, call.name, call.id, deepcopy(call.arguments)) is False
+    ):
         state.result, state.is_error, state.ended = ToolResult.text(VETOED_TEXT), True, True
         return None
     state.after_hook_due = run.config.after_tool_execution is not None
@@ -338,7 +343,7 @@ async def _execute(run: Run, state: CallState, entry: _Entry) -> None:
     error: BaseException | None = None
     try:
         with scope:
-            result = await entry.tool.execute(call.arguments, ctx)
+            result = await entry.tool.execute(deepcopy(call.arguments), ctx)
     except* Exception as group:
         error = single_leaf(group) or group
     if scope.cancel_called and (scope.cancelled_caught or error is not None):

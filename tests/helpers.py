@@ -92,6 +92,33 @@ class Steerer:
         return al.ToolResult.text("steered")
 
 
+class LoggingChannel:
+    """A send channel for agent_loop that logs each event as the loop sends it.
+
+    Hooks logging into the same list give the exact loop-side order of hooks and
+    events, which the consumer's view (another task) cannot.
+    """
+
+    def __init__(
+        self, inner: trio.MemorySendChannel[al.AgentEvent], log: list[str], describe: Any = None
+    ) -> None:
+        self.inner = inner
+        self.log = log
+        self.describe = describe or (lambda event: type(event).__name__)
+
+    async def send(self, event: al.AgentEvent) -> None:
+        line = self.describe(event)
+        if line is not None:
+            self.log.append(line)
+        await self.inner.send(event)
+
+    def __enter__(self) -> LoggingChannel:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.inner.close()
+
+
 async def run_recorded(agent: al.Agent, *prompts: str) -> EventRecorder:
     """Run ``agent`` and record every event."""
     recorder = EventRecorder()

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 import trio
-from helpers import Echo, Sleeper, Steerer, run_recorded, texts
+from helpers import Echo, LoggingChannel, Sleeper, Steerer, run_recorded, texts
 
 import agentloop as al
 from agentloop.providers import ScriptedProvider, call, reply
@@ -323,20 +323,10 @@ async def test_after_hook_fires_for_calls_an_abort_ended(autojump_clock: Any) ->
     """Soft abort: each call the before hook allowed gets its after hook, after its end event."""
     log: list[str] = []
 
-    class RecordingChannel:
-        def __init__(self, inner: trio.MemorySendChannel[al.AgentEvent]) -> None:
-            self.inner = inner
-
-        async def send(self, event: al.AgentEvent) -> None:
-            if isinstance(event, al.ToolExecutionStart | al.ToolExecutionEnd):
-                log.append(f"{type(event).__name__} {event.tool_call_id}")
-            await self.inner.send(event)
-
-        def __enter__(self) -> RecordingChannel:
-            return self
-
-        def __exit__(self, *exc: object) -> None:
-            self.inner.close()
+    def describe(event: al.AgentEvent) -> str | None:
+        if isinstance(event, al.ToolExecutionStart | al.ToolExecutionEnd):
+            return f"{type(event).__name__} {event.tool_call_id}"
+        return None
 
     config = al.AgentLoopConfig(
         provider=ScriptedProvider([reply(call("sleep", id="a"), call("sleep", id="b"))]),
@@ -354,7 +344,7 @@ async def test_after_hook_fires_for_calls_an_abort_ended(autojump_clock: Any) ->
                 ["go"],
                 context,
                 config,
-                RecordingChannel(send),
+                LoggingChannel(send, log, describe),
                 abort_scope=abort_scope,  # type: ignore[arg-type]
             )
         )

@@ -7,7 +7,7 @@ from typing import Any
 import attrs
 import pytest
 import trio
-from helpers import ANY_SCHEMA, Echo, Raiser, Sleeper, run_recorded, texts
+from helpers import ANY_SCHEMA, Echo, LoggingChannel, Raiser, Sleeper, run_recorded, texts
 
 import agentloop as al
 from agentloop.providers import ScriptedProvider, call, reply
@@ -237,20 +237,6 @@ async def test_tool_hooks_fire_around_their_events() -> None:
     """before hook, Start, End, after hook: in this order, per call (checked on the loop side)."""
     log: list[str] = []
 
-    class RecordingChannel:
-        def __init__(self, inner: trio.MemorySendChannel[al.AgentEvent]) -> None:
-            self.inner = inner
-
-        async def send(self, event: al.AgentEvent) -> None:
-            log.append(type(event).__name__)
-            await self.inner.send(event)
-
-        def __enter__(self) -> RecordingChannel:
-            return self
-
-        def __exit__(self, *exc: object) -> None:
-            self.inner.close()
-
     config = al.AgentLoopConfig(
         provider=ScriptedProvider([reply(call("echo", {"text": "a"})), reply("ok")]),
         before_tool_execution=lambda name, call_id, args: log.append(f"before {call_id}"),
@@ -261,7 +247,7 @@ async def test_tool_hooks_fire_around_their_events() -> None:
         ["go"],
         al.AgentContext(tools=[Echo()]),
         config,
-        RecordingChannel(send),  # type: ignore[arg-type]
+        LoggingChannel(send, log),  # type: ignore[arg-type]
     )
     receive.close()
     start = log.index("before call_1")

@@ -27,6 +27,7 @@ from ._events import ProgressMessage as ProgressMessage
 from ._events import PrunApplied as PrunApplied
 from ._events import PrunRecord as PrunRecord
 from ._events import StreamDelta as StreamDelta
+from ._events import StreamRestart as StreamRestart
 from ._events import TextDelta as TextDelta
 from ._events import ThinkingDelta as ThinkingDelta
 from ._events import ToolCallDelta as ToolCallDelta
@@ -67,6 +68,7 @@ from ._types import ToolCall as ToolCall
 from ._types import ToolResultMessage as ToolResultMessage
 from ._types import Usage as Usage
 from ._types import UserMessage as UserMessage
+from .providers import ThinkingLevel as ThinkingLevel
 
 __version__ = "0.1.0.dev0"
 
@@ -101,10 +103,12 @@ __all__ = [
     "Sequential",
     "StopReason",
     "StreamDelta",
+    "StreamRestart",
     "TextContent",
     "TextDelta",
     "ThinkingContent",
     "ThinkingDelta",
+    "ThinkingLevel",
     "ToolCall",
     "ToolCallDelta",
     "ToolCancelled",

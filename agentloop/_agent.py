@@ -30,7 +30,7 @@ from ._loop._run import Run, _user_messages
 from ._tool import AgentTool, ExecutionStrategy, Parallel
 from ._types import Message, UserMessage
 from ._util import raise_single
-from .providers import Provider
+from .providers import Provider, ThinkingLevel
 
 __all__ = ["Agent", "QueueMode"]
 
@@ -64,8 +64,8 @@ class Agent:
         system_prompt: Sent with every request.
         tools: The tools the model may call; names must be unique.
         messages: A history to start from.
-        strategy, tool_timeout, limits, max_tokens, temperature: As in
-            :class:`AgentLoopConfig`.
+        strategy, tool_timeout, limits, max_tokens, temperature, thinking_level:
+            As in :class:`AgentLoopConfig`.
         steering_mode, follow_up_mode: How many queued messages each poll takes.
         before_loop, after_loop, before_turn, after_turn, on_error,
         before_tool_execution, after_tool_execution,
@@ -91,6 +91,7 @@ class Agent:
         limits: ExecutionLimits | None = None,
         max_tokens: int | None = None,
         temperature: float | None = None,
+        thinking_level: ThinkingLevel = ThinkingLevel.OFF,
         steering_mode: QueueMode = QueueMode.ONE_AT_A_TIME,
         follow_up_mode: QueueMode = QueueMode.ONE_AT_A_TIME,
         before_loop: BeforeLoopHook | None = None,
@@ -117,6 +118,7 @@ class Agent:
             limits=ExecutionLimits() if limits is None else limits,
             max_tokens=max_tokens,
             temperature=temperature,
+            thinking_level=thinking_level,
             get_steering_messages=self._take_steering,
             get_follow_up_messages=self._take_follow_up,
             before_loop=before_loop,

@@ -30,6 +30,7 @@ __all__ = [
     "PrunApplied",
     "PrunRecord",
     "StreamDelta",
+    "StreamRestart",
     "TextDelta",
     "ThinkingDelta",
     "ToolCallDelta",
@@ -74,7 +75,22 @@ class ToolCallDelta:
     name: str = ""
 
 
-StreamDelta: TypeAlias = TextDelta | ThinkingDelta | ToolCallDelta
+@attrs.frozen(kw_only=True)
+class StreamRestart:
+    """The model call failed and is being retried: what streamed so far is void.
+
+    The partial message starts over empty. ``attempt`` is the attempt about to
+    start (2 for the first retry), after waiting ``delay`` seconds; ``error``
+    says what failed. Only the attempt that succeeds enters the history.
+    """
+
+    attempt: int
+    delay: float
+    error: str
+    index: int = 0
+
+
+StreamDelta: TypeAlias = TextDelta | ThinkingDelta | ToolCallDelta | StreamRestart
 
 
 # --------------------------------------------------------------------------- events

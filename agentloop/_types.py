@@ -65,10 +65,15 @@ class ImageContent:
 
 @attrs.frozen
 class ThinkingContent:
-    """The model's reasoning. ``signature`` must be sent back unchanged (Anthropic)."""
+    """The model's reasoning. ``signature`` must be sent back unchanged (Anthropic).
+
+    ``redacted`` marks reasoning the API encrypted: ``thinking`` is empty and
+    ``signature`` holds the opaque data to send back.
+    """
 
     thinking: str
     signature: str | None = None
+    redacted: bool = False
 
 
 @attrs.frozen
@@ -101,7 +106,9 @@ class StopReason(enum.Enum):
     """Why an assistant message ended.
 
     The loop produces ``STOP``, ``LENGTH``, ``TOOL_USE``, ``ERROR`` and
-    ``ABORTED``; the others exist for providers and applications that report them.
+    ``ABORTED``; providers also report ``REFUSAL`` (the model declined, for
+    safety reasons) and ``PAUSED`` (the API paused a long turn: the loop asks it
+    to go on); the others exist for applications that report them.
     """
 
     STOP = "stop"
@@ -109,6 +116,7 @@ class StopReason(enum.Enum):
     TOOL_USE = "tool_use"
     ERROR = "error"
     ABORTED = "aborted"
+    REFUSAL = "refusal"
     MAX_TURNS = "max_turns"
     USER_STOP = "user_stop"
     HANDOFF = "handoff"

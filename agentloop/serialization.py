@@ -17,7 +17,7 @@ are one of several classes carry a tag:
 
 - content blocks, key ``"type"``: ``"text"``, ``"image"``, ``"thinking"``, ``"tool_call"``;
 - messages, key ``"role"``: ``"user"``, ``"assistant"``, ``"tool_result"``;
-- stream deltas, key ``"type"``: ``"text"``, ``"thinking"``, ``"tool_call"``;
+- stream deltas, key ``"type"``: ``"text"``, ``"thinking"``, ``"tool_call"``, ``"restart"``;
 - events, key ``"type"``: the class name, ``"AgentStart"``, ``"ToolExecutionEnd"``...
   Every subclass of :class:`~agentloop.AgentEvent` is covered, including ones
   defined later, in any module: the tag is looked up among the subclasses alive
@@ -33,7 +33,7 @@ assistant message streaming a tool call, as a :class:`~agentloop.MessageUpdate`:
     {"type": "MessageUpdate", "loop_id": "main",
      "message": {"role": "assistant",
                  "content": [{"type": "thinking", "thinking": "Need the files.",
-                              "signature": "sig-1"},
+                              "signature": "sig-1", "redacted": false},
                              {"type": "tool_call", "id": "call_1", "name": "ls",
                               "arguments": {}, "raw_arguments": null}],
                  "stop_reason": "tool_use", "model": "m", "provider": "p",
@@ -98,7 +98,7 @@ from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn
 from cattrs.preconf.json import make_converter
 from cattrs.v import format_exception
 
-from ._events import AgentEvent, TextDelta, ThinkingDelta, ToolCallDelta
+from ._events import AgentEvent, StreamRestart, TextDelta, ThinkingDelta, ToolCallDelta
 from ._types import (
     AssistantMessage,
     ImageContent,
@@ -166,6 +166,7 @@ _TAGS: Final[dict[type, tuple[_Family, str]]] = {
     TextDelta: (_DELTA, "text"),
     ThinkingDelta: (_DELTA, "thinking"),
     ToolCallDelta: (_DELTA, "tool_call"),
+    StreamRestart: (_DELTA, "restart"),
 }
 
 

@@ -55,7 +55,9 @@ image_contents = st.builds(
     data=st.binary(max_size=48).map(lambda raw: base64.b64encode(raw).decode("ascii")),
     mime_type=st.sampled_from(["image/png", "image/jpeg", "image/gif", "image/webp"]),
 )
-thinking_contents = st.builds(al.ThinkingContent, thinking=texts, signature=optional_texts)
+thinking_contents = st.builds(
+    al.ThinkingContent, thinking=texts, signature=optional_texts, redacted=st.booleans()
+)
 tool_calls = st.builds(
     al.ToolCall, id=ids, name=ids, arguments=json_objects(), raw_arguments=optional_texts
 )
@@ -168,9 +170,18 @@ tool_call_deltas = st.builds(
 )
 
 
+stream_restarts = st.builds(
+    al.StreamRestart,
+    attempt=st.integers(min_value=2, max_value=10),
+    delay=st.floats(min_value=0, max_value=60, allow_nan=False),
+    error=texts,
+    index=counts,
+)
+
+
 def stream_deltas() -> SearchStrategy[al.StreamDelta]:
-    """Any stream delta: text, thinking or a tool call's arguments."""
-    return text_deltas | thinking_deltas | tool_call_deltas
+    """Any stream delta: text, thinking, a tool call's arguments, or a restart."""
+    return text_deltas | thinking_deltas | tool_call_deltas | stream_restarts
 
 
 # --------------------------------------------------------------------------- events
@@ -258,6 +269,7 @@ STRATEGIES: dict[type, SearchStrategy[Any]] = {
     al.TextDelta: text_deltas,
     al.ThinkingDelta: thinking_deltas,
     al.ToolCallDelta: tool_call_deltas,
+    al.StreamRestart: stream_restarts,
     al.ExecutionLimits: execution_limits,
     al.Sequential: st.builds(al.Sequential),
     al.Parallel: st.builds(al.Parallel),

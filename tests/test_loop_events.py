@@ -345,3 +345,45 @@ async def test_tool_calls_in_a_failed_reply_are_answered_not_run() -> None:
         "TurnEnd",
         "AgentEnd",
     ]
+
+
+async def test_a_restart_voids_the_partial_message_and_only_the_retry_counts() -> None:
+    """Deltas, a StreamRestart, new deltas: the partial starts over; history has the retry."""
+
+    class FlakyOnce:
+        async def stream(self, request: Any, emit: Any) -> al.AssistantMessage:
+            await emit(al.TextDelta(delta="Half an ans"))
+            await emit(al.StreamRestart(attempt=2, delay=0.0, error="stream cut off"))
+            await emit(al.TextDelta(delta="Whole answer."))
+            return al.AssistantMessage((al.TextContent("Whole answer."),), al.StopReason.STOP)
+
+    agent = al.Agent(FlakyOnce())
+    recorder = await run_recorded(agent, "go")
+    updates = recorder.of_type(al.MessageUpdate)
+    assert [(type(u.delta).__name__, u.message.text) for u in updates] == [
+        ("TextDelta", "Half an ans"),
+        ("StreamRestart", ""),
+        ("TextDelta", "Whole answer."),
+    ]
+    assert texts(agent.messages) == [("user", "go"), ("assistant:stop", "Whole answer.")]
+
+
+async def test_a_paused_turn_is_continued() -> None:
+    """A reply that stops PAUSED (no tool calls) gets another turn to go on."""
+    provider = ScriptedProvider(
+        [reply("Working on it", stop_reason=al.StopReason.PAUSED), reply(" and done.")]
+    )
+    agent = al.Agent(provider)
+    recorder = await run_recorded(agent, "go")
+    assert [e.turn_index for e in recorder.of_type(al.TurnStart)] == [0, 1]
+    assert texts(provider.requests[1].messages) == [
+        ("user", "go"),
+        ("assistant:paused", "Working on it"),
+    ]
+
+
+async def test_thinking_level_reaches_the_request() -> None:
+    """The agent's thinking level is part of every request."""
+    provider = ScriptedProvider([reply("ok")])
+    await al.Agent(provider, thinking_level=al.ThinkingLevel.HIGH).run("go")
+    assert provider.requests[0].thinking is al.ThinkingLevel.HIGH

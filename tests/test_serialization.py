@@ -156,7 +156,12 @@ ASSISTANT_JSON = {
     "role": "assistant",
     "content": [
         {"type": "text", "text": "Let me look."},
-        {"type": "thinking", "thinking": "Listing is cheap.", "signature": "sig-1"},
+        {
+            "type": "thinking",
+            "thinking": "Listing is cheap.",
+            "signature": "sig-1",
+            "redacted": False,
+        },
         {
             "type": "tool_call",
             "id": "call_1",

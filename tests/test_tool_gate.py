@@ -508,3 +508,22 @@ async def test_a_tool_changing_its_arguments_does_not_change_the_history() -> No
     assert agent.messages[1].content[0] == al.ToolCall("call_1", "greedy", sent)
     assert recorder.of_type(al.ToolExecutionStart)[0].args == sent
     assert provider.requests[1].messages[1].content[0].arguments == sent  # type: ignore[union-attr]
+
+
+async def test_a_call_cut_off_by_max_tokens_is_not_run_and_the_model_is_told() -> None:
+    """A LENGTH reply whose tool call's JSON is incomplete: not run; the result says why."""
+    echo = Echo()
+    provider = ScriptedProvider(
+        [
+            reply(call("echo", '{"text": "a long'), stop_reason=al.StopReason.LENGTH),
+            reply("ok"),
+        ]
+    )
+    agent = al.Agent(provider, tools=[echo])
+    await agent.run("go")
+    assert echo.calls == []
+    assert texts(agent.messages)[2] == (
+        "result:error",
+        "call_1=Invalid arguments: the reply reached its max_tokens limit before this tool "
+        'call\'s arguments were complete, so it was not run. Received: {"text": "a long',
+    )

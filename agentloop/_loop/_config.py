@@ -10,7 +10,7 @@ import attrs
 
 from .._tool import ExecutionStrategy, Parallel
 from .._types import Message, Usage, UserMessage
-from ..providers import Provider
+from ..providers import Provider, ThinkingLevel
 
 __all__ = [
     "AfterLoopHook",
@@ -98,6 +98,7 @@ class AgentLoopConfig:
             ``timeout``. ``None``: no limit.
         limits: When the run stops by itself.
         max_tokens, temperature: Passed to the model.
+        thinking_level: How much the model should reason (each provider maps it).
         get_steering_messages: Polled before the first turn, between tool calls
             (per the strategy) and after each turn. Messages it returns are
             sent with the next model call; tool calls not yet run are skipped.
@@ -126,6 +127,7 @@ class AgentLoopConfig:
     limits: ExecutionLimits = attrs.field(factory=ExecutionLimits)
     max_tokens: int | None = None
     temperature: float | None = None
+    thinking_level: ThinkingLevel = ThinkingLevel.OFF
     get_steering_messages: MessageSource | None = None
     get_follow_up_messages: MessageSource | None = None
     before_loop: BeforeLoopHook | None = None

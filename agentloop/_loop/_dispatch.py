@@ -47,7 +47,7 @@ from .._tool import (
     ToolResult,
     ToolTimeout,
 )
-from .._types import AssistantMessage, ToolCall, ToolResultMessage, UserMessage
+from .._types import AssistantMessage, StopReason, ToolCall, ToolResultMessage, UserMessage
 from .._util import HookFailure, single_leaf
 from ..providers import ToolDefinition
 from ._config import call_hook
@@ -218,8 +218,17 @@ def _json_error(text: str) -> str:
     return f"not a JSON object (got {kind})"
 
 
-def check_arguments(call: ToolCall, validator: Any) -> InvalidArgs | None:
-    """The arguments' problems as one InvalidArgs, or None if they are valid."""
+def check_arguments(call: ToolCall, validator: Any, *, cut_off: bool = False) -> InvalidArgs | None:
+    """The arguments' problems as one InvalidArgs, or None if they are valid.
+
+    ``cut_off``: the reply stopped at its max_tokens limit, so unusable arguments
+    were most likely cut short, and the model is told so.
+    """
+    if call.raw_arguments is not None and cut_off:
+        return InvalidArgs(
+            "the reply reached its max_tokens limit before this tool call's arguments were "
+            f"complete, so it was not run. Received: {_quote(call.raw_arguments)}"
+        )
     if call.raw_arguments is not None:
         return InvalidArgs(
             f"the arguments are {_json_error(call.raw_arguments)}. "
@@ -276,8 +285,12 @@ async def _preflight(run: Run, state: CallState) -> _Entry | None:
     """Steps up to ToolExecutionStart. Returns the entry to execute, or None."""
     call = state.call
     entry = run.registry.get(call.name)
+    assistant = run.turn.assistant if run.turn is not None else None
+    cut_off = assistant is not None and assistant.stop_reason is StopReason.LENGTH
     problem: ToolError | None = (
-        ToolNotFound(call.name) if entry is None else check_arguments(call, entry.validator)
+        ToolNotFound(call.name)
+        if entry is None
+        else check_arguments(call, entry.validator, cut_off=cut_off)
     )
     if problem is not None or entry is None:
         await _start(run, state)

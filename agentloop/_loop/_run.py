@@ -53,6 +53,7 @@ from ._stream import PartialMessage
 __all__ = ["Run", "agent_loop", "agent_loop_continue"]
 
 _FAILED_STOPS = (StopReason.ERROR, StopReason.ABORTED)
+PAUSED = StopReason.PAUSED
 
 
 def _user_messages(values: Iterable[object], what: str) -> list[UserMessage]:
@@ -247,7 +248,8 @@ class Run:
                 if self.pending:
                     continue
                 await self.poll_steering()
-                if not calls and not self.pending:
+                # PAUSED: the API paused a long turn; asking again lets it go on.
+                if not calls and not self.pending and assistant.stop_reason is not PAUSED:
                     break
             await self._poll(config.get_follow_up_messages)
             if not self.pending:
@@ -286,6 +288,7 @@ class Run:
             tools=self.registry.definitions,
             max_tokens=config.max_tokens,
             temperature=config.temperature,
+            thinking=config.thinking_level,
         )
         await self.emit(MessageStart(loop_id=self.loop_id, message=partial.message()))
         turn.partial = partial

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .._events import StreamDelta, TextDelta, ThinkingDelta, ToolCallDelta
+from .._events import StreamDelta, StreamRestart, TextDelta, ThinkingDelta, ToolCallDelta
 from .._types import (
     ZERO_USAGE,
     AssistantContent,
@@ -53,6 +53,12 @@ class PartialMessage:
 
     def apply(self, delta: StreamDelta) -> AssistantMessage:
         """Add ``delta`` and return the message so far."""
+        if isinstance(delta, StreamRestart):  # a retry: what streamed so far is void
+            self._content.clear()
+            self._positions.clear()
+            self._raw.clear()
+            self._snapshot = None
+            return self.message()
         index = delta.index
         position = self._positions.get(index)
         block: Any = None if position is None else self._content[position]

@@ -1,4 +1,4 @@
-"""Model providers: the protocol every model speaks, and the offline scripted model.
+"""Model providers: the protocol every model speaks, real APIs, and the offline scripted model.
 
 A provider turns a :class:`ModelRequest` into a streamed
 :class:`~agentloop.AssistantMessage`. :class:`ScriptedProvider` replays a
@@ -8,9 +8,24 @@ script; it is what tests and the offline demo use.
 from ._base import Emit as Emit
 from ._base import ModelRequest as ModelRequest
 from ._base import Provider as Provider
-from ._base import ProviderError as ProviderError
 from ._base import ToolDefinition as ToolDefinition
 from ._base import parse_tool_arguments as parse_tool_arguments
+from ._errors import AuthenticationError as AuthenticationError
+from ._errors import BadRequestError as BadRequestError
+from ._errors import ContextOverflowError as ContextOverflowError
+from ._errors import NetworkError as NetworkError
+from ._errors import OverloadedError as OverloadedError
+from ._errors import ProviderError as ProviderError
+from ._errors import RateLimitError as RateLimitError
+from ._errors import ServerError as ServerError
+from ._model import PRICES_AS_OF as PRICES_AS_OF
+from ._model import Compat as Compat
+from ._model import ModelConfig as ModelConfig
+from ._model import ModelCost as ModelCost
+from ._model import Secret as Secret
+from ._model import ThinkingLevel as ThinkingLevel
+from ._retry import RetryConfig as RetryConfig
+from ._retry import parse_retry_after as parse_retry_after
 from ._scripted import ScriptedCall as ScriptedCall
 from ._scripted import ScriptedProvider as ScriptedProvider
 from ._scripted import ScriptedTurn as ScriptedTurn
@@ -21,18 +36,33 @@ from ._scripted import fail as fail
 from ._scripted import reply as reply
 
 __all__ = [
+    "PRICES_AS_OF",
+    "AuthenticationError",
+    "BadRequestError",
+    "Compat",
+    "ContextOverflowError",
     "Emit",
+    "ModelConfig",
+    "ModelCost",
     "ModelRequest",
+    "NetworkError",
+    "OverloadedError",
     "Provider",
     "ProviderError",
+    "RateLimitError",
+    "RetryConfig",
     "ScriptExhausted",
     "ScriptStep",
     "ScriptedCall",
     "ScriptedProvider",
     "ScriptedTurn",
+    "Secret",
+    "ServerError",
+    "ThinkingLevel",
     "ToolDefinition",
     "call",
     "fail",
+    "parse_retry_after",
     "parse_tool_arguments",
     "reply",
 ]

@@ -10,6 +10,8 @@ import attrs
 
 from .._events import StreamDelta
 from .._types import AssistantMessage, Message
+from ._errors import ProviderError
+from ._model import ThinkingLevel
 
 __all__ = [
     "Emit",
@@ -35,7 +37,8 @@ class ModelRequest:
     """Everything one model call is given.
 
     ``messages`` is a read-only snapshot of the history; it does not change
-    after the call, so providers and test doubles may keep it.
+    after the call, so providers and test doubles may keep it. ``max_tokens``
+    of None means the model's default; ``thinking`` is how much to reason.
     """
 
     system_prompt: str
@@ -43,6 +46,7 @@ class ModelRequest:
     tools: tuple[ToolDefinition, ...] = ()
     max_tokens: int | None = None
     temperature: float | None = None
+    thinking: ThinkingLevel = ThinkingLevel.OFF
 
 
 Emit: TypeAlias = Callable[[StreamDelta], Awaitable[None]]
@@ -64,14 +68,6 @@ class Provider(Protocol):
     """
 
     async def stream(self, request: ModelRequest, emit: Emit) -> AssistantMessage: ...
-
-
-class ProviderError(Exception):
-    """The model's API failed or refused the request.
-
-    The loop ends the turn with an assistant message whose ``stop_reason`` is
-    ``ERROR`` and whose ``error_message`` is ``str(error)``.
-    """
 
 
 def parse_tool_arguments(text: str) -> tuple[dict[str, Any], str | None]:

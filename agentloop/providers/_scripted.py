@@ -11,7 +11,7 @@ from typing import Any, TypeAlias
 import attrs
 import trio
 
-from .._events import TextDelta, ThinkingDelta, ToolCallDelta
+from .._events import StreamDelta, TextDelta, ThinkingDelta, ToolCallDelta
 from .._types import (
     AssistantContent,
     AssistantMessage,
@@ -261,7 +261,7 @@ class ScriptedProvider:
         """``emit``, waiting ``delay`` seconds before each delta after the first."""
         first = True
 
-        async def send(delta: TextDelta | ThinkingDelta | ToolCallDelta) -> None:
+        async def send(delta: StreamDelta) -> None:
             nonlocal first
             if not first:
                 await trio.sleep(delay)

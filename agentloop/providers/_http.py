@@ -1,0 +1,239 @@
+"""The HTTP half every streaming provider shares: POST, SSE, errors, retries.
+
+A provider subclass says how to build the request (``url``, ``headers``,
+``body``) and how to read the stream (``parser``, a :class:`StreamParser`);
+this module does the rest:
+
+- one POST per attempt through an ``httpx2.AsyncClient``, every wait bounded by
+  a timeout (connect 10 s, between chunks 300 s, by default);
+- an HTTP error status becomes the matching :class:`ProviderError`, with the
+  API's own message and the secrets redacted;
+- the body is decoded as Server-Sent Events and each event goes to the parser,
+  whose deltas are emitted as they come;
+- a retryable failure (see :class:`RetryConfig`) is retried after a
+  cancellable wait. Before waiting, a :class:`~agentloop.StreamRestart` delta
+  is emitted: whatever the failed attempt streamed is void, and the consumer
+  sees the partial message start over. Only the attempt that succeeds returns
+  a message, so only it enters the history.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+from contextlib import aclosing
+from typing import Any, ClassVar, Protocol
+
+import httpx2
+import trio
+
+from .._events import StreamDelta, StreamRestart
+from .._types import AssistantMessage
+from ._base import Emit, ModelRequest
+from ._errors import NetworkError, ProviderError, classify_http_error, error_detail, redact
+from ._model import ModelConfig
+from ._retry import RetryConfig, parse_retry_after
+from .sse import ServerSentEvent, SSEDecoder
+
+__all__ = ["DEFAULT_TIMEOUT", "HTTPProvider", "StreamParser"]
+
+#: Connect within 10 s; a stream may be silent up to 300 s between chunks.
+DEFAULT_TIMEOUT = httpx2.Timeout(connect=10.0, read=300.0, write=60.0, pool=30.0)
+_ERROR_BODY_LIMIT = 64 * 1024
+
+
+class StreamParser(Protocol):
+    """Reads one response stream, event by event, into one assistant message."""
+
+    @property
+    def done(self) -> bool:
+        """Whether the stream's end marker arrived (``message_stop``, ``[DONE]``...)."""
+        ...
+
+    def feed(self, event: ServerSentEvent) -> Sequence[StreamDelta]:
+        """Take one event; return the deltas it carries. Raises ProviderError for errors."""
+        ...
+
+    def finish(self) -> AssistantMessage:
+        """The message. Raises NetworkError if the stream ended before its end."""
+        ...
+
+
+def _retry_after(headers: httpx2.Headers) -> float | None:
+    milliseconds = headers.get("retry-after-ms")
+    if milliseconds is not None:
+        seconds = parse_retry_after(milliseconds)
+        if seconds is not None:
+            return seconds / 1000
+    return parse_retry_after(headers.get("retry-after"))
+
+
+def _should_retry(headers: httpx2.Headers) -> bool | None:
+    value = headers.get("x-should-retry", "").strip().lower()
+    return {"true": True, "false": False}.get(value)
+
+
+async def _read_limited(response: httpx2.Response, limit: int) -> str:
+    body = bytearray()
+    async with aclosing(response.aiter_bytes()) as chunks:
+        async for chunk in chunks:
+            body += chunk
+            if len(body) >= limit:
+                break
+    return body[:limit].decode("utf-8", errors="replace")
+
+
+class HTTPProvider:
+    """Base class of the providers that stream over HTTP; see the module docstring.
+
+    Args:
+        model: The model and how to reach it.
+        retry: When to retry (default: :class:`RetryConfig` defaults).
+        client: An ``httpx2.AsyncClient`` to use; by default the provider makes
+            its own on first use and closes it in :meth:`aclose`.
+        timeout: Per-request timeouts (default: :data:`DEFAULT_TIMEOUT`).
+        rng: The random source of retry jitter (tests pass a seeded one).
+
+    Raises:
+        ValueError: the model needs an API key and none was given or found in
+            its environment variable.
+    """
+
+    api_name: ClassVar[str] = "HTTP"
+
+    def __init__(
+        self,
+        model: ModelConfig,
+        *,
+        retry: RetryConfig | None = None,
+        client: httpx2.AsyncClient | None = None,
+        timeout: httpx2.Timeout | None = None,
+        rng: random.Random | None = None,
+    ) -> None:
+        if model.requires_api_key and model.resolve_api_key() is None:
+            where = f" or set {model.api_key_env}" if model.api_key_env else ""
+            raise ValueError(
+                f"no API key for {model.provider} model {model.id!r}: pass api_key=...{where}"
+            )
+        self.model = model
+        self.retry = RetryConfig() if retry is None else retry
+        self._client = client
+        self._owns_client = client is None
+        self._timeout = DEFAULT_TIMEOUT if timeout is None else timeout
+        self._rng = random.Random() if rng is None else rng
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(model={self.model.id!r}, base_url={self.model.base_url!r})"
+
+    # ----------------------------------------------------------------- subclass API
+
+    def url(self) -> str:
+        """Where to POST."""
+        raise NotImplementedError
+
+    def headers(self, api_key: str | None) -> dict[str, str]:
+        """The request's headers, the key included."""
+        raise NotImplementedError
+
+    def body(self, request: ModelRequest) -> dict[str, Any]:
+        """The request's JSON body."""
+        raise NotImplementedError
+
+    def parser(self) -> StreamParser:
+        """A fresh parser for one response stream."""
+        raise NotImplementedError
+
+    # ----------------------------------------------------------------- lifecycle
+
+    async def aclose(self) -> None:
+        """Close the HTTP client if the provider made it. The provider can be used again."""
+        client, self._client = self._client, None
+        if client is not None and self._owns_client:
+            await client.aclose()
+
+    async def __aenter__(self) -> HTTPProvider:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+    def _http(self) -> httpx2.AsyncClient:
+        if self._client is None:
+            self._client = httpx2.AsyncClient(timeout=self._timeout)
+            self._owns_client = True
+        return self._client
+
+    # ----------------------------------------------------------------- streaming
+
+    async def stream(self, request: ModelRequest, emit: Emit) -> AssistantMessage:
+        """Send ``request``, emit its deltas as they arrive, return the message.
+
+        Raises:
+            ProviderError: the API failed and retrying did not help (or cannot).
+
+        Cancellation: the request is dropped at once, and so is a retry's wait.
+        """
+        body = self.body(request)  # the same for every attempt
+        retries = 0
+        while True:
+            try:
+                return await self._attempt(body, emit)
+            except ProviderError as error:
+                if not error.retryable or retries >= self.retry.max_retries:
+                    if retries:
+                        error.message = f"{error.message} (gave up after {retries} retries)"
+                    raise
+                retries += 1
+                delay = self.retry.delay(retries, retry_after=error.retry_after, rng=self._rng)
+                await emit(StreamRestart(attempt=retries + 1, delay=delay, error=str(error)))
+                await trio.sleep(delay)
+
+    async def _attempt(self, body: dict[str, Any], emit: Emit) -> AssistantMessage:
+        api_key = self.model.resolve_api_key()
+        secrets = [api_key] if api_key else []
+        parser = self.parser()
+        try:
+            async with self._http().stream(
+                "POST", self.url(), headers=self.headers(api_key), json=body, timeout=self._timeout
+            ) as response:
+                if response.status_code >= 400:
+                    raise classify_http_error(
+                        self.api_name,
+                        response.status_code,
+                        await _read_limited(response, _ERROR_BODY_LIMIT),
+                        retry_after=_retry_after(response.headers),
+                        should_retry=_should_retry(response.headers),
+                        secrets=secrets,
+                    )
+                content_type = response.headers.get("content-type", "")
+                if not content_type.startswith("text/event-stream"):
+                    kind, detail = error_detail(await _read_limited(response, _ERROR_BODY_LIMIT))
+                    what = f"{kind}: {detail}" if kind else detail
+                    raise ProviderError(
+                        redact(
+                            f"{self.api_name} API returned {content_type or 'no content type'}"
+                            f" instead of an event stream: {what}",
+                            secrets,
+                        ),
+                        status=response.status_code,
+                    )
+                decoder = SSEDecoder()
+                # aclosing: leaving the loop early (done, an error, a cancel) must
+                # finalize the generator here, not whenever it is collected.
+                async with aclosing(response.aiter_bytes()) as chunks:
+                    async for chunk in chunks:
+                        for event in decoder.feed(chunk):
+                            for delta in parser.feed(event):
+                                await emit(delta)
+                        if parser.done:
+                            break
+                    else:
+                        for event in decoder.close():
+                            for delta in parser.feed(event):
+                                await emit(delta)
+        except httpx2.TimeoutException as error:
+            raise NetworkError(f"{self.api_name} API timed out ({type(error).__name__})") from error
+        except httpx2.TransportError as error:
+            detail = redact(str(error) or type(error).__name__, secrets)
+            raise NetworkError(f"{self.api_name} API connection failed: {detail}") from error
+        return parser.finish()

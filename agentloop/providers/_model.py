@@ -1,0 +1,308 @@
+"""ModelConfig: which model, where, with what key, limits, prices and wire quirks."""
+
+from __future__ import annotations
+
+import enum
+import os
+from collections.abc import Mapping
+from typing import Any, Literal
+
+import attrs
+
+from .._types import Usage
+
+__all__ = [
+    "PRICES_AS_OF",
+    "Compat",
+    "ModelConfig",
+    "ModelCost",
+    "Secret",
+    "ThinkingLevel",
+]
+
+#: When the preset prices below were read off the providers' pricing pages.
+PRICES_AS_OF = "2026-11"
+
+
+class ThinkingLevel(enum.Enum):
+    """How much the model should reason before it answers.
+
+    Each provider maps the level to its own setting: Anthropic to a thinking
+    budget or an effort, OpenAI to ``reasoning_effort``. ``OFF`` sends nothing.
+    """
+
+    OFF = "off"
+    MINIMAL = "minimal"
+    LOW = "low"
+    MEDIUM = "medium"
+    HIGH = "high"
+
+
+class Secret:
+    """A string that does not show itself: ``repr`` and ``str`` give ``***``.
+
+    >>> Secret("sk-live-123")
+    Secret('***')
+    >>> Secret("sk-live-123").reveal()
+    'sk-live-123'
+    """
+
+    __slots__ = ("_value",)
+
+    def __init__(self, value: str) -> None:
+        self._value = value
+
+    def reveal(self) -> str:
+        """The secret itself. Send it; never log it."""
+        return self._value
+
+    def __repr__(self) -> str:
+        return "Secret('***')"
+
+    def __str__(self) -> str:
+        return "***"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Secret) and other._value == self._value
+
+    def __hash__(self) -> int:
+        return hash(self._value)
+
+
+def _secret(value: str | Secret | None) -> Secret | None:
+    if value is None or isinstance(value, Secret):
+        return value
+    return Secret(value)
+
+
+@attrs.frozen
+class ModelCost:
+    """Prices in US dollars per million tokens. All zero means unknown.
+
+    >>> ModelCost(input=3.0, output=15.0).of(Usage(input=1_000_000, output=2_000))
+    3.03
+    """
+
+    input: float = 0.0
+    output: float = 0.0
+    cache_read: float = 0.0
+    cache_write: float = 0.0
+
+    def of(self, usage: Usage) -> float:
+        """The cost of ``usage``, in US dollars."""
+        return (
+            usage.input * self.input
+            + usage.output * self.output
+            + usage.cache_read * self.cache_read
+            + usage.cache_write * self.cache_write
+        ) / 1_000_000
+
+
+@attrs.frozen(kw_only=True)
+class Compat:
+    """What a model's API accepts, where providers differ.
+
+    Anthropic Messages:
+        thinking: ``"adaptive"`` (``thinking: {type: adaptive}`` with an
+            effort), ``"budget"`` (``thinking: {type: enabled, budget_tokens}``,
+            older models), or ``"none"`` (never send thinking).
+        effort: Send ``output_config.effort`` for the thinking level.
+        prompt_caching: Mark the system prompt, tools and recent turns for caching.
+
+    OpenAI Chat Completions (and compatible servers):
+        system_role: ``"system"``, or ``"developer"`` for OpenAI's reasoning models.
+        max_tokens_field: ``"max_tokens"``, or ``"max_completion_tokens"`` (OpenAI).
+        reasoning_effort: Send ``reasoning_effort`` for the thinking level.
+        minimal_effort: The server knows ``"minimal"`` (else ``"low"`` is sent).
+        stream_usage: Ask for usage in the last chunk (``stream_options``).
+        tool_result_name: Put the tool's ``name`` on ``tool`` messages.
+    """
+
+    thinking: Literal["adaptive", "budget", "none"] = "adaptive"
+    effort: bool = True
+    prompt_caching: bool = True
+    system_role: Literal["system", "developer"] = "system"
+    max_tokens_field: Literal["max_tokens", "max_completion_tokens"] = "max_tokens"
+    reasoning_effort: bool = False
+    minimal_effort: bool = True
+    stream_usage: bool = True
+    tool_result_name: bool = False
+
+
+def _headers_repr(headers: Mapping[str, str]) -> str:
+    return "{" + ", ".join(f"{name!r}: '***'" for name in headers) + "}"
+
+
+@attrs.frozen(kw_only=True)
+class ModelConfig:
+    """A model and how to reach it.
+
+    Build one with :meth:`anthropic`, :meth:`openai` or
+    :meth:`openai_compatible`, which know the common models' limits and
+    prices::
+
+        config = ModelConfig.anthropic("claude-sonnet-5")
+        local = ModelConfig.openai_compatible("qwen3:32b", "http://localhost:11434/v1")
+
+    The API key comes from ``api_key``, else from the environment variable
+    ``api_key_env`` (``ANTHROPIC_API_KEY``, ``OPENAI_API_KEY``...) when the
+    request is made. It is held as a :class:`Secret` and never appears in a
+    ``repr``, an event, a log line or an error message. Header values are
+    hidden from ``repr`` too.
+
+    Attributes:
+        id: The model id the API expects.
+        api: The wire format: ``"anthropic"`` (Messages) or ``"openai"``
+            (Chat Completions).
+        provider: Who serves it (``"anthropic"``, ``"openai"``, ``"ollama"``...),
+            put on the messages it produces.
+        base_url: The API's root: ``https://api.anthropic.com``,
+            ``https://api.openai.com/v1``...
+        context_window, max_tokens: The model's limits, in tokens; ``max_tokens``
+            is the default output limit of a request.
+        cost: Prices per million tokens; a message's ``usage.cost`` is computed
+            from them (``0.0`` when unknown).
+        headers: Extra HTTP headers for every request.
+        compat: The API's quirks.
+    """
+
+    id: str
+    api: Literal["anthropic", "openai"]
+    provider: str
+    base_url: str
+    api_key: Secret | None = attrs.field(default=None, converter=_secret)
+    api_key_env: str | None = None
+    requires_api_key: bool = True
+    context_window: int = 200_000
+    max_tokens: int = 8192
+    cost: ModelCost = ModelCost()
+    headers: Mapping[str, str] = attrs.field(factory=dict, repr=_headers_repr)
+    compat: Compat = Compat()
+
+    def resolve_api_key(self) -> str | None:
+        """The key to send: ``api_key``, else the ``api_key_env`` variable, else None."""
+        if self.api_key is not None:
+            return self.api_key.reveal()
+        if self.api_key_env:
+            return os.environ.get(self.api_key_env) or None
+        return None
+
+    # ----------------------------------------------------------------- presets
+
+    @classmethod
+    def anthropic(
+        cls, id: str = "claude-sonnet-5", *, api_key: str | Secret | None = None, **changes: Any
+    ) -> ModelConfig:
+        """A Claude model on Anthropic's API; known ids get their limits and prices.
+
+        Unknown ids are allowed (new models): they get a 200K window, 32K output,
+        no prices, and adaptive thinking unless the id looks like a pre-4.6 model.
+        """
+        preset = _ANTHROPIC.get(id)
+        if preset is None:
+            old = any(marker in id for marker in ("claude-3", "-4-0", "-4-1", "-4-5", "-4-2025"))
+            preset = {
+                "context_window": 200_000,
+                "max_tokens": 32_000,
+                "compat": Compat(thinking="budget", effort=False) if old else Compat(),
+            }
+        config = cls(
+            id=id,
+            api="anthropic",
+            provider="anthropic",
+            base_url="https://api.anthropic.com",
+            api_key=api_key,
+            api_key_env="ANTHROPIC_API_KEY",
+            **preset,
+        )
+        return attrs.evolve(config, **changes)
+
+    @classmethod
+    def openai(
+        cls, id: str = "gpt-5.4", *, api_key: str | Secret | None = None, **changes: Any
+    ) -> ModelConfig:
+        """A model on OpenAI's API; known ids get their limits and prices.
+
+        OpenAI's own API gets the ``developer`` role, ``max_completion_tokens``
+        and ``reasoning_effort``.
+        """
+        preset = _OPENAI.get(id, {"context_window": 128_000, "max_tokens": 16_384})
+        config = cls(
+            id=id,
+            api="openai",
+            provider="openai",
+            base_url="https://api.openai.com/v1",
+            api_key=api_key,
+            api_key_env="OPENAI_API_KEY",
+            compat=Compat(
+                system_role="developer",
+                max_tokens_field="max_completion_tokens",
+                reasoning_effort=True,
+            ),
+            **preset,
+        )
+        return attrs.evolve(config, **changes)
+
+    @classmethod
+    def openai_compatible(
+        cls,
+        id: str,
+        base_url: str,
+        *,
+        provider: str = "openai-compatible",
+        api_key: str | Secret | None = None,
+        api_key_env: str | None = None,
+        **changes: Any,
+    ) -> ModelConfig:
+        """A model behind any server that speaks Chat Completions.
+
+        Ollama, vLLM, llama.cpp's server, LiteLLM, OpenRouter, Groq... No API key
+        is required unless ``api_key`` or ``api_key_env`` is given.
+        """
+        config = cls(
+            id=id,
+            api="openai",
+            provider=provider,
+            base_url=base_url.rstrip("/"),
+            api_key=api_key,
+            api_key_env=api_key_env,
+            requires_api_key=api_key is not None or api_key_env is not None,
+            context_window=128_000,
+            max_tokens=8192,
+        )
+        return attrs.evolve(config, **changes)
+
+
+def _claude(
+    context_window: int, max_tokens: int, input: float, output: float, *, thinking: str
+) -> dict[str, Any]:
+    return {
+        "context_window": context_window,
+        "max_tokens": max_tokens,
+        "cost": ModelCost(input, output, cache_read=input / 10, cache_write=input * 1.25),
+        "compat": Compat(thinking=thinking, effort=thinking == "adaptive"),  # type: ignore[arg-type]
+    }
+
+
+def _gpt(input: float, cached: float, output: float) -> dict[str, Any]:
+    return {
+        "context_window": 1_000_000,
+        "max_tokens": 128_000,
+        "cost": ModelCost(input, output, cache_read=cached),
+    }
+
+
+# Read off Anthropic's models overview and OpenAI's pricing page (see PRICES_AS_OF).
+_ANTHROPIC: dict[str, dict[str, Any]] = {
+    "claude-fable-5": _claude(1_000_000, 128_000, 10.0, 50.0, thinking="adaptive"),
+    "claude-opus-5": _claude(1_000_000, 128_000, 5.0, 25.0, thinking="adaptive"),
+    "claude-sonnet-5": _claude(1_000_000, 128_000, 2.0, 10.0, thinking="adaptive"),
+    "claude-sonnet-4-6": _claude(1_000_000, 64_000, 3.0, 15.0, thinking="adaptive"),
+    "claude-haiku-4-5": _claude(200_000, 64_000, 1.0, 5.0, thinking="budget"),
+}
+_OPENAI: dict[str, dict[str, Any]] = {
+    "gpt-5.5": _gpt(5.0, 0.50, 30.0),
+    "gpt-5.4": _gpt(2.50, 0.25, 15.0),
+    "gpt-5.4-mini": _gpt(0.75, 0.075, 4.50),
+    "gpt-5.4-nano": _gpt(0.20, 0.02, 1.25),
+}

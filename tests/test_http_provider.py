@@ -426,3 +426,43 @@ def test_status_classification(
     error = classify_http_error("X", status, body, retry_after=2.0)
     assert type(error) is error_type
     assert (error.retryable, error.status, error.retry_after) == (retryable, status, 2.0)
+
+
+async def test_the_body_is_read_to_its_end_over_a_real_socket() -> None:
+    """After the end marker the rest of the body is drained (no unfinished HTTP iterator)."""
+    from sse_server import Reply, serve
+
+    async with serve(
+        Reply([b"data: text:hi\n\n", b"data: end\n\n", b": trailing comment\n\n"])
+    ) as server:
+        model = ModelConfig.openai_compatible("m", server.url)
+        async with EchoProvider(model, retry=RetryConfig.none()) as p:
+            deltas, message, _ = await collect(p)
+    assert (message.text, deltas) == ("hi", [al.TextDelta(delta="hi")])
+
+
+async def test_insufficient_quota_is_not_retried() -> None:
+    """A 429 that means 'out of credit' fails at once: waiting would not help."""
+    p, seen = provider([json_error(429, "insufficient_quota", "You exceeded your quota")])
+    with pytest.raises(ProviderError) as caught:
+        await collect(p)
+    assert type(caught.value) is ProviderError
+    assert len(seen) == 1
+
+
+async def test_long_header_values_are_redacted_from_errors() -> None:
+    """A secret passed as an extra header is redacted too, should the API echo it."""
+    seen: list[httpx2.Request] = []
+
+    async def handler(request: httpx2.Request) -> httpx2.Response:
+        seen.append(request)
+        return json_error(401, "authentication_error", "bad api-key azure-SECRET-999")
+
+    model = ModelConfig.openai_compatible(
+        "m", "http://echo.test", headers={"api-key": "azure-SECRET-999"}
+    )
+    client = httpx2.AsyncClient(transport=httpx2.MockTransport(handler))
+    with pytest.raises(AuthenticationError) as caught:
+        await collect(EchoProvider(model, client=client))
+    assert str(caught.value) == "Echo API error 401 (authentication_error): bad api-key ***"
+    assert len(seen) == 1

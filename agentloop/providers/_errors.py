@@ -3,7 +3,7 @@
 ::
 
     ProviderError                 the model's API failed or refused; not retried
-    ├── RateLimitError            429                              retried
+    ├── RateLimitError            429 (not insufficient_quota)     retried
     ├── OverloadedError           529, "overloaded"                retried
     ├── ServerError               408, 500-504                     retried
     ├── NetworkError              connection failed, timed out,    retried
@@ -174,6 +174,8 @@ def classify_http_error(
     cls: type[ProviderError]
     if status in (400, 413) and any(phrase in lowered for phrase in _OVERFLOW_PHRASES):
         cls = ContextOverflowError
+    elif status == 429 and kind == "insufficient_quota":
+        cls = ProviderError  # out of credit: waiting does not help
     elif status == 429:
         cls = RateLimitError
     elif status == 529 or "overloaded" in (kind or "").lower():

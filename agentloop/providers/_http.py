@@ -20,9 +20,9 @@ this module does the rest:
 from __future__ import annotations
 
 import random
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 from contextlib import aclosing
-from typing import Any, ClassVar, Protocol
+from typing import Any, Protocol, Self
 
 import httpx2
 import trio
@@ -40,6 +40,8 @@ __all__ = ["DEFAULT_TIMEOUT", "HTTPProvider", "StreamParser"]
 #: Connect within 10 s; a stream may be silent up to 300 s between chunks.
 DEFAULT_TIMEOUT = httpx2.Timeout(connect=10.0, read=300.0, write=60.0, pool=30.0)
 _ERROR_BODY_LIMIT = 64 * 1024
+_DRAIN_SECONDS = 5.0
+_MIN_SECRET_LENGTH = 8  # header values this long or longer are redacted from errors
 
 
 class StreamParser(Protocol):
@@ -83,6 +85,17 @@ async def _read_limited(response: httpx2.Response, limit: int) -> str:
     return body[:limit].decode("utf-8", errors="replace")
 
 
+async def _drain(chunks: AsyncIterator[bytes]) -> None:
+    """Read what follows the end marker (the body's end, normally at once), bounded.
+
+    Leaving the body unread would leave the HTTP library's own iterator
+    unfinished; a server that holds the connection open gets 5 seconds.
+    """
+    with trio.move_on_after(_DRAIN_SECONDS):
+        async for _ in chunks:
+            pass
+
+
 class HTTPProvider:
     """Base class of the providers that stream over HTTP; see the module docstring.
 
@@ -99,7 +112,8 @@ class HTTPProvider:
             its environment variable.
     """
 
-    api_name: ClassVar[str] = "HTTP"
+    #: How error messages name the API; a subclass may set it per instance.
+    api_name: str = "HTTP"
 
     def __init__(
         self,
@@ -151,7 +165,7 @@ class HTTPProvider:
         if client is not None and self._owns_client:
             await client.aclose()
 
-    async def __aenter__(self) -> HTTPProvider:
+    async def __aenter__(self) -> Self:
         return self
 
     async def __aexit__(self, *exc_info: object) -> None:
@@ -191,6 +205,7 @@ class HTTPProvider:
     async def _attempt(self, body: dict[str, Any], emit: Emit) -> AssistantMessage:
         api_key = self.model.resolve_api_key()
         secrets = [api_key] if api_key else []
+        secrets += [v for v in self.model.headers.values() if len(v) >= _MIN_SECRET_LENGTH]
         parser = self.parser()
         try:
             async with self._http().stream(
@@ -226,6 +241,7 @@ class HTTPProvider:
                             for delta in parser.feed(event):
                                 await emit(delta)
                         if parser.done:
+                            await _drain(chunks)
                             break
                     else:
                         for event in decoder.close():

@@ -1,10 +1,13 @@
 """Model providers: the protocol every model speaks, real APIs, and the offline scripted model.
 
 A provider turns a :class:`ModelRequest` into a streamed
-:class:`~agentloop.AssistantMessage`. :class:`ScriptedProvider` replays a
-script; it is what tests and the offline demo use.
+:class:`~agentloop.AssistantMessage`. :class:`AnthropicProvider` speaks
+Anthropic's Messages API, :class:`OpenAIProvider` OpenAI's Chat Completions
+(and any compatible server); :class:`ScriptedProvider` replays a script, for
+tests and the offline demo.
 """
 
+from ._anthropic import AnthropicProvider as AnthropicProvider
 from ._base import Emit as Emit
 from ._base import ModelRequest as ModelRequest
 from ._base import Provider as Provider
@@ -24,6 +27,7 @@ from ._model import ModelConfig as ModelConfig
 from ._model import ModelCost as ModelCost
 from ._model import Secret as Secret
 from ._model import ThinkingLevel as ThinkingLevel
+from ._openai import OpenAIProvider as OpenAIProvider
 from ._retry import RetryConfig as RetryConfig
 from ._retry import parse_retry_after as parse_retry_after
 from ._scripted import ScriptedCall as ScriptedCall
@@ -37,6 +41,7 @@ from ._scripted import reply as reply
 
 __all__ = [
     "PRICES_AS_OF",
+    "AnthropicProvider",
     "AuthenticationError",
     "BadRequestError",
     "Compat",
@@ -46,6 +51,7 @@ __all__ = [
     "ModelCost",
     "ModelRequest",
     "NetworkError",
+    "OpenAIProvider",
     "OverloadedError",
     "Provider",
     "ProviderError",

@@ -522,6 +522,7 @@ async def test_error_event_is_retried_and_restarts(autojump_clock: Any) -> None:
         ("invalid_request_error", "max_tokens: too large", BadRequestError),
         ("invalid_request_error", "prompt is too long: 210000 tokens", ContextOverflowError),
         ("billing_error", "credit balance too low", ProviderError),
+        ("some_future_error", "something failed", ServerError),
     ],
 )
 def test_error_events_map_to_error_classes(
@@ -1262,3 +1263,16 @@ async def test_the_key_is_not_in_error_messages(response: httpx2.Response) -> No
         await collect(FakeAPI([response]).provider(retry=RetryConfig.none()))
     assert KEY not in str(caught.value)
     assert "***" in str(caught.value)
+
+
+def test_error_events_redact_header_secrets_too() -> None:
+    """A secret passed as a header is redacted from an in-stream error, like the key."""
+    model = attrs.evolve(MODEL, headers={"x-proxy-auth": "proxy-token-0123456789"})
+    parser = AnthropicProvider(model).parser()
+    error = {
+        "type": "error",
+        "error": {"type": "api_error", "message": "bad proxy-token-0123456789"},
+    }
+    with pytest.raises(ServerError) as caught:
+        parser.feed(ServerSentEvent("error", json.dumps(error)))
+    assert str(caught.value) == "Anthropic API error (api_error): bad ***"

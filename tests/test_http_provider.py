@@ -255,10 +255,11 @@ async def test_client_errors_are_not_retried(
 
 
 async def test_should_retry_header_decides(autojump_clock: Any) -> None:
-    """x-should-retry: false stops a 500 from being retried; true retries a 409."""
+    """x-should-retry: false stops a 500 from being retried; true retries a 409. Classes stay."""
     p, seen = provider([json_error(500, "api_error", "x", **{"x-should-retry": "false"})])
-    with pytest.raises(BadRequestError):
+    with pytest.raises(ServerError) as caught:
         await collect(p)
+    assert caught.value.retryable is False
     assert len(seen) == 1
     p, seen = provider(
         [
@@ -466,3 +467,30 @@ async def test_long_header_values_are_redacted_from_errors() -> None:
         await collect(EchoProvider(model, client=client))
     assert str(caught.value) == "Echo API error 401 (authentication_error): bad api-key ***"
     assert len(seen) == 1
+
+
+async def test_aclose_leaves_a_passed_client_in_place() -> None:
+    """A client you pass is never closed or dropped by the provider."""
+    p, seen = provider([stream_response(sse("text:one")), stream_response(sse("text:two"))])
+    client = p._http()
+    async with p:
+        assert (await collect(p))[1].text == "one"
+    assert p._http() is client
+    assert not client.is_closed
+    assert (await collect(p))[1].text == "two"
+    assert len(seen) == 2
+
+
+async def test_a_passed_client_keeps_its_own_timeouts() -> None:
+    """Without timeout=..., requests use the passed client's timeouts, not the defaults."""
+    seen: list[httpx2.Request] = []
+
+    async def handler(request: httpx2.Request) -> httpx2.Response:
+        seen.append(request)
+        return stream_response(sse("text:ok"))
+
+    client = httpx2.AsyncClient(transport=httpx2.MockTransport(handler), timeout=5.0)
+    model = ModelConfig.openai_compatible("m", "http://echo.test")
+    await collect(EchoProvider(model, client=client))
+    await collect(EchoProvider(model, client=client, timeout=httpx2.Timeout(7.0)))
+    assert [r.extensions["timeout"]["read"] for r in seen] == [5.0, 7.0]

@@ -1110,3 +1110,14 @@ async def test_key_never_appears_in_errors(response: httpx2.Response) -> None:
         await collect(provider)
     assert KEY not in str(caught.value)
     assert "***" in str(caught.value)
+
+
+def test_error_chunks_redact_header_secrets_too() -> None:
+    """A secret passed as a header is redacted from an in-stream error, like the key."""
+    model = attrs.evolve(OPENAI, headers={"x-proxy-auth": "proxy-token-0123456789"})
+    parser = OpenAIProvider(model).parser()
+    chunk = {"error": {"message": "bad proxy-token-0123456789", "type": "server_error"}}
+    with pytest.raises(ProviderError) as caught:
+        parser.feed(ServerSentEvent(data=json.dumps(chunk)))
+    assert "proxy-token-0123456789" not in str(caught.value)
+    assert str(caught.value).endswith("bad ***")

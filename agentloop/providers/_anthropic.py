@@ -142,6 +142,7 @@ _ERROR_TYPES: dict[str, type[ProviderError]] = {
     "invalid_request_error": BadRequestError,
     "not_found_error": BadRequestError,
     "request_too_large": BadRequestError,
+    "billing_error": ProviderError,  # out of credit: retrying does not help
 }
 
 _USAGE_KEYS = (
@@ -454,7 +455,8 @@ class _AnthropicStreamParser:
         message = redact(
             "Anthropic API error" + (f" ({kind})" if kind else "") + f": {detail}", self._secrets
         )
-        cls = _ERROR_TYPES.get(kind or "", ProviderError)
+        # An unknown error after the API accepted the request: transient, like api_error.
+        cls = _ERROR_TYPES.get(kind or "", ServerError)
         if issubclass(cls, BadRequestError) and any(
             phrase in detail.lower() for phrase in _OVERFLOW_PHRASES
         ):
@@ -568,5 +570,4 @@ class AnthropicProvider(HTTPProvider):
         return max(budget, _MIN_BUDGET)
 
     def parser(self) -> _AnthropicStreamParser:
-        api_key = self.model.resolve_api_key()
-        return _AnthropicStreamParser(self.model, [api_key] if api_key else [])
+        return _AnthropicStreamParser(self.model, self.secrets())

@@ -8,7 +8,7 @@
     ├── ServerError               408, 500-504                     retried
     ├── NetworkError              connection failed, timed out,    retried
     │                             stream cut off before its end
-    ├── AuthenticationError       401, 403, or no API key
+    ├── AuthenticationError       401, 403
     └── BadRequestError           400, 404, 422...
         └── ContextOverflowError  the request is longer than the model's context window
 """
@@ -18,7 +18,6 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable, Mapping
-from typing import ClassVar
 
 __all__ = [
     "AuthenticationError",
@@ -68,7 +67,7 @@ class ProviderError(Exception):
         retryable: Whether trying again can help (see the subclasses).
     """
 
-    retryable: ClassVar[bool] = False
+    retryable: bool = False  # per class; an instance may override it (x-should-retry)
 
     def __init__(
         self, message: str, *, status: int | None = None, retry_after: float | None = None
@@ -164,7 +163,7 @@ def classify_http_error(
         Anthropic API error 429 (rate_limit_error): Rate limit exceeded
 
     ``should_retry`` is the API's own advice (Anthropic's ``x-should-retry``
-    header); when given it decides between retrying and not.
+    header); when given it sets the error's ``retryable``, whatever its class.
     """
     kind, detail = error_detail(body)
     message = redact(
@@ -188,6 +187,7 @@ def classify_http_error(
         cls = BadRequestError
     else:
         cls = ProviderError  # 505 and up, or anything unexpected: not retried
-    if should_retry is not None and should_retry != cls.retryable:
-        cls = ServerError if should_retry else BadRequestError
-    return cls(message, status=status, retry_after=retry_after)
+    error = cls(message, status=status, retry_after=retry_after)
+    if should_retry is not None:
+        error.retryable = should_retry  # the API's own advice wins; the class stays
+    return error

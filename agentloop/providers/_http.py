@@ -104,7 +104,8 @@ class HTTPProvider:
         retry: When to retry (default: :class:`RetryConfig` defaults).
         client: An ``httpx2.AsyncClient`` to use; by default the provider makes
             its own on first use and closes it in :meth:`aclose`.
-        timeout: Per-request timeouts (default: :data:`DEFAULT_TIMEOUT`).
+        timeout: Per-request timeouts. Default: :data:`DEFAULT_TIMEOUT`, or the
+            passed client's own timeouts.
         rng: The random source of retry jitter (tests pass a seeded one).
 
     Raises:
@@ -133,7 +134,10 @@ class HTTPProvider:
         self.retry = RetryConfig() if retry is None else retry
         self._client = client
         self._owns_client = client is None
-        self._timeout = DEFAULT_TIMEOUT if timeout is None else timeout
+        # A client you pass keeps its own timeouts unless you give some here.
+        self._timeout: httpx2.Timeout | None = (
+            DEFAULT_TIMEOUT if timeout is None and client is None else timeout
+        )
         self._rng = random.Random() if rng is None else rng
 
     def __repr__(self) -> str:
@@ -157,12 +161,22 @@ class HTTPProvider:
         """A fresh parser for one response stream."""
         raise NotImplementedError
 
+    def secrets(self) -> list[str]:
+        """What must never appear in an error: the API key, and header values of 8+ chars."""
+        api_key = self.model.resolve_api_key()
+        secrets = [api_key] if api_key else []
+        secrets += [v for v in self.model.headers.values() if len(v) >= _MIN_SECRET_LENGTH]
+        return secrets
+
     # ----------------------------------------------------------------- lifecycle
 
     async def aclose(self) -> None:
-        """Close the HTTP client if the provider made it. The provider can be used again."""
-        client, self._client = self._client, None
-        if client is not None and self._owns_client:
+        """Close the HTTP client if the provider made it (one you passed is yours to close).
+
+        The provider can be used again: it makes a new client when it needs one.
+        """
+        if self._owns_client and self._client is not None:
+            client, self._client = self._client, None
             await client.aclose()
 
     async def __aenter__(self) -> Self:
@@ -173,7 +187,7 @@ class HTTPProvider:
 
     def _http(self) -> httpx2.AsyncClient:
         if self._client is None:
-            self._client = httpx2.AsyncClient(timeout=self._timeout)
+            self._client = httpx2.AsyncClient(timeout=self._timeout or DEFAULT_TIMEOUT)
             self._owns_client = True
         return self._client
 
@@ -204,12 +218,15 @@ class HTTPProvider:
 
     async def _attempt(self, body: dict[str, Any], emit: Emit) -> AssistantMessage:
         api_key = self.model.resolve_api_key()
-        secrets = [api_key] if api_key else []
-        secrets += [v for v in self.model.headers.values() if len(v) >= _MIN_SECRET_LENGTH]
+        secrets = self.secrets()
         parser = self.parser()
         try:
             async with self._http().stream(
-                "POST", self.url(), headers=self.headers(api_key), json=body, timeout=self._timeout
+                "POST",
+                self.url(),
+                headers=self.headers(api_key),
+                json=body,
+                timeout=httpx2.USE_CLIENT_DEFAULT if self._timeout is None else self._timeout,
             ) as response:
                 if response.status_code >= 400:
                     raise classify_http_error(

@@ -200,8 +200,7 @@ class OpenAIProvider(HTTPProvider):
 
     def parser(self) -> _ChunkParser:
         """A fresh parser for one response stream."""
-        key = self.model.resolve_api_key()
-        return _ChunkParser(self.model, self.api_name, secrets=(key,) if key else ())
+        return _ChunkParser(self.model, self.api_name, secrets=self.secrets())
 
 
 # --------------------------------------------------------------------------- request

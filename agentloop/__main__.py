@@ -1,15 +1,19 @@
 """``python -m agentloop "<prompt>"``: run an agent in the current directory.
 
-For now the model is agentloop's offline demo model, which follows a fixed
-plan with two real tools (list the directory, count lines). Streamed text,
-tool calls, their progress and their results are printed as they happen.
+The model is Anthropic's when ``ANTHROPIC_API_KEY`` is set, else OpenAI's when
+``OPENAI_API_KEY`` is set, else agentloop's offline demo model, which follows a
+fixed plan. The agent has two read-only tools (list the directory, count
+lines). Streamed text, thinking, tool calls, their progress and results, and
+retries are printed as they happen.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -19,6 +23,7 @@ from . import _events as ev
 from ._agent import Agent
 from ._demo import CountLines, ListDirectory, demo_provider
 from ._types import AssistantMessage, StopReason
+from .providers import AnthropicProvider, OpenAIProvider, Provider
 
 __all__ = ["main"]
 
@@ -48,6 +53,15 @@ class Printer:
                 self.out.write(text)
                 self.out.flush()
                 self.in_text = True
+            case ev.MessageUpdate(delta=ev.ThinkingDelta(delta=text)):
+                dim, plain = ("\x1b[2m", "\x1b[0m") if self.out.isatty() else ("", "")
+                self.out.write(f"{dim}{text}{plain}")
+                self.out.flush()
+                self.in_text = True
+            case ev.MessageUpdate(
+                delta=ev.StreamRestart(attempt=attempt, delay=delay, error=error)
+            ):
+                self._line(f"  ↻ {error}; retrying in {delay:g}s (attempt {attempt})")
             case ev.ToolExecutionStart(tool_name=name, args=args):
                 self._line(f"→ {name}({_summary(args)})")
             case ev.ProgressMessage(text=text):
@@ -68,17 +82,36 @@ class Printer:
                 pass
 
 
+def choose_model(environ: Mapping[str, str], *, paced: bool) -> tuple[Provider, str]:
+    """The provider to use, by which API key is set, and a line saying which it is."""
+    if key := environ.get("ANTHROPIC_API_KEY"):
+        anthropic = AnthropicProvider(api_key=key)
+        return anthropic, f"agentloop: using Anthropic model {anthropic.model.id}."
+    if key := environ.get("OPENAI_API_KEY"):
+        openai = OpenAIProvider(api_key=key)
+        return openai, f"agentloop: using OpenAI model {openai.model.id}."
+    note = "agentloop: using the offline demo model (no ANTHROPIC_API_KEY or OPENAI_API_KEY set)."
+    return demo_provider(paced=paced), note  # pace for people watching, not for pipes
+
+
 async def _run(prompt: str, root: Path, out: TextIO) -> int:
-    out.write("agentloop: using the offline demo model (no model provider configured).\n\n")
+    provider, note = choose_model(os.environ, paced=out.isatty())
+    out.write(f"{note}\n\n")
     agent = Agent(
-        demo_provider(paced=out.isatty()),  # pace for people watching, not for pipes
+        provider,
         system_prompt="You are a helpful assistant working in the user's directory.",
         tools=[ListDirectory(root), CountLines(root)],
     )
     printer = Printer(out)
-    async with agent.prompt(prompt) as events:
-        async for event in events:
-            printer.show(event)
+    try:
+        async with agent.prompt(prompt) as events:
+            async for event in events:
+                printer.show(event)
+    finally:
+        aclose = getattr(provider, "aclose", None)
+        if aclose is not None:
+            with trio.move_on_after(5, shield=True):
+                await aclose()
     return 0
 
 

@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
 
 
 def run_cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY")}
     return subprocess.run(
         [sys.executable, "-m", "agentloop", *args],
         cwd=cwd,
+        env=env,
         capture_output=True,
         text=True,
         timeout=60,
@@ -32,7 +35,9 @@ def test_demo_lists_counts_and_summarises(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr
     assert result.stderr == ""
     lines = result.stdout.splitlines()
-    assert lines[0] == "agentloop: using the offline demo model (no model provider configured)."
+    assert lines[0] == (
+        "agentloop: using the offline demo model (no ANTHROPIC_API_KEY or OPENAI_API_KEY set)."
+    )
     assert lines[2:] == [
         "I'll look at what is in this directory first.",
         "→ list_directory()",
@@ -88,3 +93,42 @@ async def test_demo_count_lines_refuses_paths_outside_its_root(tmp_path: Path) -
         al.InvalidArgs, match=r"^Invalid arguments: '\.\./secret' is outside the directory "
     ):
         await tool.execute({"paths": ["../secret"]}, ctx)
+
+
+def test_model_is_chosen_by_the_key_that_is_set() -> None:
+    """Anthropic's key wins, then OpenAI's; with neither, the offline demo model."""
+    from agentloop.__main__ import choose_model
+    from agentloop.providers import AnthropicProvider, OpenAIProvider, ScriptedProvider
+
+    both = {"ANTHROPIC_API_KEY": "sk-ant-x", "OPENAI_API_KEY": "sk-oa-x"}
+    provider, note = choose_model(both, paced=False)
+    assert isinstance(provider, AnthropicProvider)
+    assert note == "agentloop: using Anthropic model claude-sonnet-5."
+    assert provider.model.resolve_api_key() == "sk-ant-x"
+    provider, note = choose_model({"OPENAI_API_KEY": "sk-oa-x"}, paced=False)
+    assert isinstance(provider, OpenAIProvider)
+    assert note == "agentloop: using OpenAI model gpt-5.4."
+    provider, note = choose_model({}, paced=False)
+    assert isinstance(provider, ScriptedProvider)
+    assert note.startswith("agentloop: using the offline demo model")
+
+
+def test_printer_shows_thinking_and_retries() -> None:
+    """Thinking streams inline (plain when not a terminal); a retry gets its own line."""
+    import io
+
+    import agentloop as al
+    from agentloop.__main__ import Printer
+
+    out = io.StringIO()
+    printer = Printer(out)
+    message = al.AssistantMessage((), al.StopReason.STOP)
+    for delta in (
+        al.ThinkingDelta(delta="hmm"),
+        al.StreamRestart(attempt=2, delay=1.5, error="Anthropic API error 529: Overloaded"),
+        al.TextDelta(delta="Hi"),
+    ):
+        printer.show(al.MessageUpdate(loop_id="l", message=message, delta=delta))
+    assert out.getvalue() == (
+        "hmm\n  ↻ Anthropic API error 529: Overloaded; retrying in 1.5s (attempt 2)\nHi"
+    )

@@ -48,3 +48,4 @@ def bench(session: nox.Session) -> None:
     """Run the benchmarks; each prints a comparison table."""
     session.install(".")
     session.run("python", "benchmarks/loop_overhead.py", *session.posargs)
+    session.run("python", "benchmarks/sse_decode.py")

@@ -1,0 +1,666 @@
+"""Throughput of decoding and accumulating long model streams: SSE bytes in, a message out.
+
+The script builds realistic event streams in memory and times, in one process:
+
+1. **decode**: :class:`~agentloop.providers.sse.SSEDecoder` alone, fed the stream
+   in fixed-size byte chunks (4 KiB and 64 KiB by default);
+2. **decode+parse**: the decoder and the provider's stream parser, wired as
+   ``HTTPProvider`` wires them (every event to ``parser.feed()``, stop once
+   ``parser.done``, then ``parser.finish()``); the deltas are produced and
+   dropped, nothing is awaited.
+
+The streams (see benchmarks/README.md):
+
+- ``anthropic mixed``: a Messages API stream: ``message_start``, a thinking block
+  of ``thinking_delta`` events and a ``signature_delta``, a text block of
+  ``text_delta`` events, a ``tool_use`` block of ``input_json_delta`` pieces,
+  ``message_delta``, ``message_stop``, with ``ping`` events sprinkled in;
+- ``openai mixed``: Chat Completions chunks: ``reasoning_content``, ``content``,
+  then one tool call's ``arguments`` in pieces, a finish chunk, a usage chunk
+  and ``data: [DONE]``;
+- ``... answer``: one long text block and nothing else (``--answer-mb`` of text
+  in deltas of a few words), and the same at an eighth of the length: equal
+  MB/s for both means no cost grows with the length of the message.
+
+Deltas are one to four words, as the APIs send them, with some non-ASCII text
+(accents, CJK, emoji) and JSON escapes (quotes, newlines). Before anything is
+timed, each stream is decoded and parsed once and the finished message is
+checked against what was streamed: the same thinking, signature, text and tool
+arguments, and the deltas add up to the same text.
+
+Run it with ``python benchmarks/sse_decode.py``::
+
+    python benchmarks/sse_decode.py --size 50 --repeat 3
+    python benchmarks/sse_decode.py --chunks 512,4096,65536 --profile
+
+It prints MB/s (1 MB = 10**6 bytes of SSE) of each stage, median over the
+repeats, and events per second of decode+parse.
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import gc
+import io
+import json
+import os
+import platform
+import pstats
+import random
+import statistics
+import time
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
+
+import attrs
+
+import agentloop as al
+from agentloop.providers import AnthropicProvider, ModelConfig, OpenAIProvider
+from agentloop.providers._http import HTTPProvider, StreamParser
+from agentloop.providers.sse import SSEDecoder
+
+MB = 1_000_000
+SEED = 20260519
+# The parsers come from the providers' own parser(): _AnthropicStreamParser, _ChunkParser. No
+# request is made (a provider makes its HTTP client on first use).
+PROVIDERS: dict[str, HTTPProvider] = {
+    "anthropic": AnthropicProvider(
+        ModelConfig.anthropic("claude-sonnet-5", api_key="sk-ant-bench-not-a-key")
+    ),
+    "openai": OpenAIProvider(ModelConfig.openai("gpt-5.4", api_key="sk-bench-not-a-key")),
+}
+# Every mixed stream ends with one write_file call: this path, then its content, in pieces.
+ANTHROPIC_CALL_ID = "toolu_01WDkRNXpZ8yyaGKxJ7V9Jbu"
+OPENAI_CALL_ID = "call_Wq3kP0"
+ARGUMENTS_PREFIX = '{"path": "notes/long.md", "content": "'
+
+# Words the fake model says. Mostly English; some accents, CJK, emoji (2-4 UTF-8 bytes, so
+# characters get split across chunk boundaries), and characters JSON escapes (quotes,
+# backslashes, newlines).
+ENGLISH = (
+    "the quick brown fox jumps over a lazy dog and then we read the file to see what it "
+    "says about configuration values parsing errors retries streams tokens messages "
+    "function returns None when called with an empty list so I should check that first "
+    "because the tests expect a ValueError instead"
+)
+WORDS = [
+    *ENGLISH.split(),
+    "café",
+    "naïve",
+    "über",
+    "résumé",
+    "jalapeño",
+    "日本語",
+    "テキスト",
+    "中文",
+    "🙂",
+    "🚀",
+    "→",
+    "€5",
+    '"quoted"',
+    "C:\\path\\to",
+    "x\ty",
+]
+NEWLINES = ("\n", "\n\n", "\n- ", "\n```python\n", "\n```\n")
+
+
+def deltas(rng: random.Random) -> Iterator[str]:
+    """Endless deltas of a few words each, as a model streams them."""
+    while True:
+        if rng.random() < 0.05:
+            yield rng.choice(NEWLINES)
+            continue
+        yield "".join(" " + rng.choice(WORDS) for _ in range(rng.randint(1, 4)))
+
+
+def json_pieces(rng: random.Random, prefix: str, done: Callable[[], bool]) -> Iterator[str]:
+    """A JSON object's text in pieces of 5-40 characters, cut anywhere, until ``done()``.
+
+    The object is ``prefix`` (an opened string) plus words, then ``"}``.
+    """
+    pending = prefix
+    words = deltas(rng)
+    while not done():
+        while len(pending) < 64:
+            pending += json.dumps(next(words), ensure_ascii=False)[1:-1]
+        size = rng.randint(5, 40)
+        yield pending[:size]
+        pending = pending[size:]
+    pending += '"}'
+    while pending:
+        size = rng.randint(5, 40)
+        yield pending[:size]
+        pending = pending[size:]
+
+
+def compact(payload: Any) -> str:
+    return json.dumps(payload, ensure_ascii=False, separators=(",", ":"))
+
+
+class Writer:
+    """Writes an event stream, counting its bytes and events."""
+
+    def __init__(self) -> None:
+        self.parts: list[bytes] = []
+        self.size = 0
+        self.events = 0
+
+    def event(self, name: str | None, data: str) -> None:
+        block = (f"event: {name}\n" if name else "") + f"data: {data}\n\n"
+        encoded = block.encode()
+        self.parts.append(encoded)
+        self.size += len(encoded)
+        self.events += 1
+
+
+@attrs.frozen
+class Expected:
+    """What the parser must finish with."""
+
+    thinking: str | None
+    signature: str | None
+    text: str
+    arguments: str | None  # the tool call's JSON text, as streamed
+    stop_reason: al.StopReason
+
+
+@attrs.frozen
+class Stream:
+    name: str
+    provider: str  # "anthropic" or "openai"
+    data: bytes
+    events: int
+    expected: Expected
+    runs: int = 1  # runs per timed sample: short streams are timed in batches
+
+    def parser(self) -> StreamParser:
+        return PROVIDERS[self.provider].parser()
+
+
+# --------------------------------------------------------------------------- Anthropic
+
+
+class AnthropicWriter(Writer):
+    """Messages API events, each with ``event:`` and compact JSON, pings sprinkled in."""
+
+    def __init__(self, rng: random.Random) -> None:
+        super().__init__()
+        self.rng = rng
+
+    def send(self, payload: dict[str, Any]) -> None:
+        if self.rng.random() < 0.01:  # the API pings now and then
+            self.event("ping", '{"type": "ping"}')
+        self.event(payload["type"], compact(payload))
+
+    def delta(self, index: int, delta: dict[str, Any]) -> None:
+        self.send({"type": "content_block_delta", "index": index, "delta": delta})
+
+    def message_start(self) -> None:
+        usage = {
+            "input_tokens": 480,
+            "cache_creation_input_tokens": 1200,
+            "cache_read_input_tokens": 0,
+            "output_tokens": 4,
+            "service_tier": "standard",
+        }
+        message: dict[str, Any] = {
+            "id": "msg_01Aq9w938a90dw8q7dwDKcY4",
+            "type": "message",
+            "role": "assistant",
+            "model": "claude-sonnet-5",
+            "content": [],
+            "stop_reason": None,
+            "stop_sequence": None,
+            "usage": usage,
+        }
+        self.send({"type": "message_start", "message": message})
+
+    def block(self, index: int, kind: str, done: Callable[[int], bool]) -> str:
+        """Start a text or thinking block; stream word deltas until ``done(utf8_bytes)``.
+
+        Returns the block's text. The caller stops the block.
+        """
+        start = {"type": kind, kind: ""} | ({"signature": ""} if kind == "thinking" else {})
+        self.send({"type": "content_block_start", "index": index, "content_block": start})
+        pieces: list[str] = []
+        streamed = 0
+        words = deltas(self.rng)
+        while not done(streamed):
+            piece = next(words)
+            pieces.append(piece)
+            streamed += len(piece.encode())
+            self.delta(index, {"type": f"{kind}_delta", kind: piece})
+        return "".join(pieces)
+
+    def stop(self, index: int) -> None:
+        self.send({"type": "content_block_stop", "index": index})
+
+    def message_end(self, stop_reason: str) -> None:
+        self.send(
+            {
+                "type": "message_delta",
+                "delta": {"stop_reason": stop_reason, "stop_sequence": None},
+                "usage": {"output_tokens": self.events * 3},
+            }
+        )
+        self.send({"type": "message_stop"})
+
+
+BASE64 = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
+
+
+def anthropic_mixed(size: int) -> Stream:
+    """About ``size`` bytes: thinking to 30% of them, text to 75%, then tool arguments."""
+    rng = random.Random(SEED)
+    w = AnthropicWriter(rng)
+    w.message_start()
+    thinking = w.block(0, "thinking", lambda _: w.size >= size * 0.3)
+    signature = "".join(rng.choice(BASE64) for _ in range(342)) + "=="
+    w.delta(0, {"type": "signature_delta", "signature": signature})
+    w.stop(0)
+    text = w.block(1, "text", lambda _: w.size >= size * 0.75)
+    w.stop(1)
+    tool = {"type": "tool_use", "id": ANTHROPIC_CALL_ID, "name": "write_file", "input": {}}
+    w.send({"type": "content_block_start", "index": 2, "content_block": tool})
+    w.delta(2, {"type": "input_json_delta", "partial_json": ""})
+    pieces: list[str] = []
+    for piece in json_pieces(rng, ARGUMENTS_PREFIX, lambda: w.size >= size - 500):
+        pieces.append(piece)
+        w.delta(2, {"type": "input_json_delta", "partial_json": piece})
+    w.stop(2)
+    w.message_end("tool_use")
+    expected = Expected(thinking, signature, text, "".join(pieces), al.StopReason.TOOL_USE)
+    return Stream("anthropic mixed", "anthropic", b"".join(w.parts), w.events, expected)
+
+
+def anthropic_answer(text_bytes: int, name: str) -> Stream:
+    """One text block of ``text_bytes`` bytes of UTF-8 text, in word deltas."""
+    w = AnthropicWriter(random.Random(SEED + 1))
+    w.message_start()
+    text = w.block(0, "text", lambda streamed: streamed >= text_bytes)
+    w.stop(0)
+    w.message_end("end_turn")
+    expected = Expected(None, None, text, None, al.StopReason.STOP)
+    return Stream(name, "anthropic", b"".join(w.parts), w.events, expected)
+
+
+# --------------------------------------------------------------------------- OpenAI
+
+
+CHUNK: dict[str, Any] = {
+    "id": "chatcmpl-CZq1uYx8Jd3wT0aLhE2nVbKpR7sQm",
+    "object": "chat.completion.chunk",
+    "created": 1773912034,
+    "model": "gpt-5.4-2026-03-05",
+    "service_tier": "default",
+    "system_fingerprint": "fp_b705f0c291",
+}
+
+
+class OpenAIWriter(Writer):
+    """Chat Completions chunks, as OpenAI's API sends them: ``data:`` lines only."""
+
+    def chunk(self, delta: dict[str, Any], finish_reason: str | None = None) -> None:
+        choice = {"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish_reason}
+        self.event(None, compact(CHUNK | {"choices": [choice], "usage": None}))
+
+    def pieces(self, field: str, done: Callable[[int], bool], rng: random.Random) -> str:
+        """``content`` or ``reasoning_content`` word deltas until ``done(utf8_bytes)``."""
+        pieces: list[str] = []
+        streamed = 0
+        words = deltas(rng)
+        while not done(streamed):
+            piece = next(words)
+            pieces.append(piece)
+            streamed += len(piece.encode())
+            self.chunk({"content": None, field: piece} if field != "content" else {field: piece})
+        return "".join(pieces)
+
+    def end(self, finish_reason: str) -> None:
+        self.chunk({}, finish_reason)
+        usage = {
+            "prompt_tokens": 310,
+            "completion_tokens": self.events * 3,
+            "total_tokens": 310 + self.events * 3,
+            "prompt_tokens_details": {"cached_tokens": 0, "audio_tokens": 0},
+            "completion_tokens_details": {"reasoning_tokens": self.events, "audio_tokens": 0},
+        }
+        self.event(None, compact(CHUNK | {"choices": [], "usage": usage}))
+        self.event(None, "[DONE]")
+
+
+def openai_mixed(size: int) -> Stream:
+    """About ``size`` bytes: reasoning to 30% of them, content to 75%, then a tool call."""
+    rng = random.Random(SEED + 2)
+    w = OpenAIWriter()
+    w.chunk({"role": "assistant", "content": "", "refusal": None})
+    thinking = w.pieces("reasoning_content", lambda _: w.size >= size * 0.3, rng)
+    text = w.pieces("content", lambda _: w.size >= size * 0.75, rng)
+    function = {"name": "write_file", "arguments": ""}
+    w.chunk(
+        {
+            "tool_calls": [
+                {"index": 0, "id": OPENAI_CALL_ID, "type": "function", "function": function}
+            ]
+        }
+    )
+    pieces: list[str] = []
+    for piece in json_pieces(rng, ARGUMENTS_PREFIX, lambda: w.size >= size - 1000):
+        pieces.append(piece)
+        w.chunk({"tool_calls": [{"index": 0, "function": {"arguments": piece}}]})
+    w.end("tool_calls")
+    expected = Expected(thinking, None, text, "".join(pieces), al.StopReason.TOOL_USE)
+    return Stream("openai mixed", "openai", b"".join(w.parts), w.events, expected)
+
+
+def openai_answer(text_bytes: int, name: str) -> Stream:
+    """One answer of ``text_bytes`` bytes of UTF-8 text, in word deltas."""
+    w = OpenAIWriter()
+    w.chunk({"role": "assistant", "content": "", "refusal": None})
+    text = w.pieces("content", lambda streamed: streamed >= text_bytes, random.Random(SEED + 3))
+    w.end("stop")
+    expected = Expected(None, None, text, None, al.StopReason.STOP)
+    return Stream(name, "openai", b"".join(w.parts), w.events, expected)
+
+
+# --------------------------------------------------------------------------- the work
+
+
+def chunked(data: bytes, size: int) -> list[bytes]:
+    """``data`` in ``size``-byte chunks, as ``bytes`` (what the HTTP client yields)."""
+    return [data[start : start + size] for start in range(0, len(data), size)]
+
+
+def decode(chunks: Sequence[bytes]) -> int:
+    """Stage 1: the decoder alone; returns how many events it dispatched."""
+    decoder = SSEDecoder()
+    count = 0
+    for chunk in chunks:
+        count += len(decoder.feed(chunk))
+    return count + len(decoder.close())
+
+
+def decode_parse(chunks: Sequence[bytes], parser: StreamParser) -> al.AssistantMessage:
+    """Stage 2: decoder and parser as ``HTTPProvider._attempt`` wires them; deltas dropped."""
+    decoder = SSEDecoder()
+    for chunk in chunks:
+        for event in decoder.feed(chunk):
+            parser.feed(event)
+        if parser.done:
+            break
+    else:
+        for event in decoder.close():
+            parser.feed(event)
+    return parser.finish()
+
+
+def check(stream: Stream) -> None:
+    """Decode and parse ``stream`` once; assert the message and the deltas are what was sent."""
+    decoder = SSEDecoder()
+    parser = stream.parser()
+    streamed: dict[type, list[str]] = {al.TextDelta: [], al.ThinkingDelta: [], al.ToolCallDelta: []}
+    events = 0
+    for chunk in chunked(stream.data, 4096):
+        for event in decoder.feed(chunk):
+            events += 1
+            for delta in parser.feed(event):
+                assert not isinstance(delta, al.StreamRestart)  # only the HTTP core sends it
+                streamed[type(delta)].append(delta.delta)
+        if parser.done:
+            break
+    assert parser.done, stream.name
+    assert events == stream.events, (stream.name, events, stream.events)
+    message = parser.finish()
+    expected = stream.expected
+    want: list[Any] = []
+    if expected.thinking is not None:
+        want.append(al.ThinkingContent(expected.thinking, expected.signature))
+    want.append(al.TextContent(expected.text))
+    if expected.arguments is not None:
+        call_id = ANTHROPIC_CALL_ID if stream.provider == "anthropic" else OPENAI_CALL_ID
+        want.append(al.ToolCall(call_id, "write_file", json.loads(expected.arguments)))
+    assert list(message.content) == want, stream.name
+    assert message.stop_reason is expected.stop_reason, (stream.name, message.stop_reason)
+    assert "".join(streamed[al.TextDelta]) == expected.text, stream.name
+    assert "".join(streamed[al.ThinkingDelta]) == (expected.thinking or ""), stream.name
+    assert "".join(streamed[al.ToolCallDelta]) == (expected.arguments or ""), stream.name
+    assert decode(chunked(stream.data, 65536)) == stream.events, stream.name
+
+
+# --------------------------------------------------------------------------- timing
+
+NOISE = 1.2  # a median further than this above its min: the timings are noisy
+FLAT_TARGET = 1.25  # the long answer's MB/s within this factor of the short one's
+
+
+def time_decode(stream: Stream, chunk_size: int) -> float:
+    """Nanoseconds to decode ``stream`` alone (per run; a sample is ``stream.runs`` runs)."""
+    chunks = chunked(stream.data, chunk_size)
+    gc.collect()
+    start = time.perf_counter_ns()
+    counts = [decode(chunks) for _ in range(stream.runs)]
+    elapsed = time.perf_counter_ns() - start
+    assert counts == [stream.events] * stream.runs, (stream.name, counts)
+    return elapsed / stream.runs
+
+
+def time_decode_parse(stream: Stream, chunk_size: int) -> float:
+    """Nanoseconds to decode and parse ``stream`` into its message (per run)."""
+    chunks = chunked(stream.data, chunk_size)
+    parsers = [stream.parser() for _ in range(stream.runs)]
+    gc.collect()
+    start = time.perf_counter_ns()
+    messages = [decode_parse(chunks, parser) for parser in parsers]
+    elapsed = time.perf_counter_ns() - start
+    assert all(m.stop_reason is stream.expected.stop_reason for m in messages), stream.name
+    return elapsed / stream.runs
+
+
+def build(providers: Sequence[str], size: float, answer: float) -> list[Stream]:
+    """Per provider: the mixed stream, the long answer, the short answer (8 runs a sample)."""
+    streams: list[Stream] = []
+    for provider in providers:
+        mixed, answer_stream = (
+            (anthropic_mixed, anthropic_answer)
+            if provider == "anthropic"
+            else (openai_mixed, openai_answer)
+        )
+        streams.append(mixed(int(size * MB)))
+        streams.append(answer_stream(int(answer * MB), answer_name(provider, answer)))
+        short = answer_stream(int(answer * MB / 8), answer_name(provider, answer / 8))
+        streams.append(attrs.evolve(short, runs=8))  # as many bytes a sample as the long one
+    return streams
+
+
+def answer_name(provider: str, megabytes: float) -> str:
+    return f"{provider} answer {megabytes:g} MB text"
+
+
+def chunk_label(size: int) -> str:
+    return f"{size // 1024} KiB" if size % 1024 == 0 else f"{size} B"
+
+
+def profile(stream: Stream, chunk_size: int, top: int = 10) -> str:
+    """cProfile's top functions by own time (tottime) for decode+parse of ``stream``."""
+    chunks = chunked(stream.data, chunk_size)
+    parser = stream.parser()
+    gc.collect()
+    profiler = cProfile.Profile()
+    profiler.enable()
+    decode_parse(chunks, parser)
+    profiler.disable()
+    out = io.StringIO()
+    pstats.Stats(profiler, stream=out).strip_dirs().sort_stats("tottime").print_stats(top)
+    lines = out.getvalue().strip().splitlines()
+    start = next(i for i, line in enumerate(lines) if "function calls" in line)
+    return "\n".join(line for line in lines[start:] if line.strip() and "Ordered by" not in line)
+
+
+def main(
+    providers: list[str],
+    size: float,
+    answer: float,
+    chunk_sizes: list[int],
+    repeat: int,
+    profile_chunk: int | None,
+) -> None:
+    print(f"Python {platform.python_version()} ({platform.python_implementation()})")
+    print(f"agentloop {al.__version__}")
+    print(f"machine: {platform.platform()}, {platform.machine()}, {os.cpu_count()} CPUs")
+    print(f"repeats: {repeat} (median shown); 1 MB = 10**6 bytes of SSE")
+
+    began = time.perf_counter()
+    streams = build(providers, size, answer)
+    for stream in streams:
+        check(stream)
+    print(f"built and checked {len(streams)} streams in {time.perf_counter() - began:.1f} s")
+
+    # Warm-up: check() ran every stream through both stages once; then one more untimed run
+    # of each stage on the short answers.
+    for stream in streams:
+        if "answer" not in stream.name:
+            continue
+        time_decode(stream, chunk_sizes[0])
+        time_decode_parse(stream, chunk_sizes[0])
+
+    # Round-robin over the configurations, alternating which stage goes first, so that a slow
+    # spell of the machine hits every row alike.
+    configs = [(stream, chunk) for chunk in chunk_sizes for stream in streams]
+    decode_ns: dict[tuple[str, int], list[float]] = {(st.name, c): [] for st, c in configs}
+    parse_ns: dict[tuple[str, int], list[float]] = {(st.name, c): [] for st, c in configs}
+    for repetition in range(repeat):
+        for stream, chunk in configs:
+            key = stream.name, chunk
+            if repetition % 2 == 0:
+                decode_ns[key].append(time_decode(stream, chunk))
+                parse_ns[key].append(time_decode_parse(stream, chunk))
+            else:
+                parse_ns[key].append(time_decode_parse(stream, chunk))
+                decode_ns[key].append(time_decode(stream, chunk))
+
+    print()
+    header = (
+        f"{'stream':<30} | {'MB':>5} | {'events':>6} | {'chunk':>6} | {'decode MB/s':>11} "
+        f"| {'decode+parse MB/s':>17} | {'events/s':>8} | {'parse µs/event':>14}"
+    )
+    print(header)
+    print("-" * len(header))
+    noisy = False
+    for stream in streams:
+        megabytes = len(stream.data) / MB
+        for chunk in chunk_sizes:
+            decodes, parses = decode_ns[stream.name, chunk], parse_ns[stream.name, chunk]
+            d_median, p_median = statistics.median(decodes), statistics.median(parses)
+            noisy = noisy or d_median > NOISE * min(decodes) or p_median > NOISE * min(parses)
+            print(
+                f"{stream.name:<30} | {megabytes:>5.1f} | {stream.events:>6} "
+                f"| {chunk_label(chunk):>6} | {megabytes / (d_median / 1e9):>11.1f} "
+                f"| {megabytes / (p_median / 1e9):>17.1f} "
+                f"| {stream.events / (p_median / 1e9):>8.0f} "
+                f"| {(p_median - d_median) / 1000 / stream.events:>14.2f}"
+            )
+    print()
+
+    sizes = {stream.name: len(stream.data) for stream in streams}
+    for provider in providers:
+        long, short = answer_name(provider, answer), answer_name(provider, answer / 8)
+        for chunk in chunk_sizes:
+            # The best run of each: noise only ever slows a run down.
+            long_ns, short_ns = min(parse_ns[long, chunk]), min(parse_ns[short, chunk])
+            growth = (long_ns / sizes[long]) / (short_ns / sizes[short])
+            verdict = "flat" if growth <= FLAT_TARGET else "NOT flat"
+            print(
+                f"length growth, {provider}, {chunk_label(chunk)} chunks: decode+parse MB/s of the "
+                f"{answer / 8:g} MB answer is {growth:.2f}x that of the {answer:g} MB answer "
+                f"(best runs): {verdict} (target <= {FLAT_TARGET}x)"
+            )
+    if noisy:
+        print(
+            f"warning: some medians are more than {NOISE}x their min: the timings are noisy "
+            "(was the machine busy?); rerun on an idle machine, or with a larger --repeat"
+        )
+
+    if profile_chunk is not None:
+        for stream in streams:
+            if stream.name.endswith("mixed"):
+                print()
+                print(
+                    f"cProfile, decode+parse of {stream.name}, {chunk_label(profile_chunk)} chunks:"
+                )
+                print(profile(stream, profile_chunk))
+
+
+def parse_list(text: str, choices: Sequence[str] | None = None) -> list[str]:
+    values = [part.strip() for part in text.split(",") if part.strip()]
+    if not values:
+        raise argparse.ArgumentTypeError(f"empty list: {text!r}")
+    if choices is not None and not set(values) <= set(choices):
+        raise argparse.ArgumentTypeError(f"choose from {', '.join(choices)}: {text!r}")
+    return list(dict.fromkeys(values))
+
+
+def parse_chunks(text: str) -> list[int]:
+    try:
+        values = [int(part) for part in parse_list(text)]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a list of integers: {text!r}") from None
+    if any(value < 1 for value in values):
+        raise argparse.ArgumentTypeError(f"chunk sizes must be >= 1: {text!r}")
+    return values
+
+
+def positive(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be > 0: {text!r}")
+    return value
+
+
+def cli(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(
+        description="MB/s of SSE decoding and stream parsing for long Anthropic and OpenAI streams."
+    )
+    parser.add_argument(
+        "--size",
+        type=positive,
+        default=5.0,
+        help="MB of SSE in each mixed stream (default: 5; try 50)",
+    )
+    parser.add_argument(
+        "--answer-mb",
+        type=positive,
+        default=1.0,
+        help="MB of text in the long single-answer streams; the short ones have an eighth "
+        "(default: 1)",
+    )
+    parser.add_argument(
+        "--chunks",
+        type=parse_chunks,
+        default=[4096, 65536],
+        help="comma-separated byte chunk sizes to feed the decoder (default: 4096,65536)",
+    )
+    parser.add_argument(
+        "--providers",
+        type=lambda text: parse_list(text, ("anthropic", "openai")),
+        default=["anthropic", "openai"],
+        help="comma-separated providers (default: anthropic,openai)",
+    )
+    parser.add_argument(
+        "--repeat", type=lambda text: int(positive(text)), default=5, help="timed runs (default: 5)"
+    )
+    parser.add_argument(
+        "--profile",
+        action="store_true",
+        help="then print cProfile's top 10 by tottime of decode+parse of each mixed stream",
+    )
+    args = parser.parse_args(argv)
+    profile_chunk = args.chunks[0] if args.profile else None
+    main(args.providers, args.size, args.answer_mb, args.chunks, args.repeat, profile_chunk)
+
+
+if __name__ == "__main__":
+    cli()

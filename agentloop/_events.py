@@ -12,6 +12,7 @@ that sent it. Match on them::
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, TypeAlias
 
 import attrs
@@ -150,16 +151,48 @@ class MessageStart(AgentEvent):
     message: Message
 
 
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, eq=False, repr=False)
 class MessageUpdate(AgentEvent):
     """A piece of the assistant message arrived.
 
     ``message`` is the message streamed so far; its tool calls hold ``{}`` as
     arguments until the message ends. ``delta`` is the new piece.
+
+    The loop builds ``message`` the first time it is read (and keeps it), so a
+    consumer that only reads ``delta`` does not pay for copying the whole text
+    at every piece. ``message=`` may be given an :class:`AssistantMessage` or a
+    function that returns one.
     """
 
-    message: AssistantMessage
+    _message: AssistantMessage | Callable[[], AssistantMessage] = attrs.field(alias="message")
     delta: StreamDelta
+
+    @property
+    def message(self) -> AssistantMessage:
+        """The assistant message streamed so far."""
+        message = self._message
+        if not isinstance(message, AssistantMessage):
+            message = message()
+            object.__setattr__(self, "_message", message)
+        return message
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        assert isinstance(other, MessageUpdate)
+        return (self.loop_id, self.message, self.delta) == (
+            other.loop_id,
+            other.message,
+            other.delta,
+        )
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return (
+            f"MessageUpdate(loop_id={self.loop_id!r}, message={self.message!r}, "
+            f"delta={self.delta!r})"
+        )
 
 
 @attrs.frozen(kw_only=True)

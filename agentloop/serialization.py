@@ -94,11 +94,18 @@ from typing import Any, Final, TypeVar, overload
 import attrs
 import cattrs
 from cattrs.errors import ForbiddenExtraKeysError
-from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn
+from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, override
 from cattrs.preconf.json import make_converter
 from cattrs.v import format_exception
 
-from ._events import AgentEvent, StreamRestart, TextDelta, ThinkingDelta, ToolCallDelta
+from ._events import (
+    AgentEvent,
+    MessageUpdate,
+    StreamRestart,
+    TextDelta,
+    ThinkingDelta,
+    ToolCallDelta,
+)
 from ._types import (
     AssistantMessage,
     ImageContent,
@@ -253,7 +260,24 @@ _MISSING: Final = object()
 
 
 def _init_keys(cls: type) -> frozenset[str]:
-    return frozenset(a.name for a in attrs.fields(cls) if a.init)
+    return frozenset(a.alias for a in attrs.fields(cls) if a.init)
+
+
+def _resolve_message(value: Any) -> Any:
+    """A MessageUpdate's message as data: built first if it is still a builder."""
+    message = value if isinstance(value, AssistantMessage) else value()
+    return converter.unstructure(message, AssistantMessage)
+
+
+def _overrides(cls: type, *, structure: bool) -> dict[str, Any]:
+    """Per-field hooks: MessageUpdate's message may be held as a builder function."""
+    if not issubclass(cls, MessageUpdate):
+        return {}
+    if structure:
+        hook = override(struct_hook=lambda data, _: converter.structure(data, AssistantMessage))
+    else:
+        hook = override(unstruct_hook=_resolve_message)
+    return {"_message": hook}
 
 
 # --------------------------------------------------------------------------- hooks
@@ -262,7 +286,9 @@ def _init_keys(cls: type) -> frozenset[str]:
 def _make_tagged_unstructure(cls: type, family: _Family, tag: str) -> Callable[[Any], Any]:
     if any(a.name == family.key for a in attrs.fields(cls)):
         raise TypeError(f"{cls.__qualname__} has a field named {family.key!r}, its tag key")
-    inner: Callable[[Any], dict[str, Any]] = make_dict_unstructure_fn(cls, converter)
+    inner: Callable[[Any], dict[str, Any]] = make_dict_unstructure_fn(
+        cls, converter, _cattrs_use_alias=True, **_overrides(cls, structure=False)
+    )
     key = family.key
 
     if family is _EVENT:
@@ -283,7 +309,11 @@ def _make_tagged_unstructure(cls: type, family: _Family, tag: str) -> Callable[[
 def _make_class_structure(cls: type, family: _Family, tag: str) -> Callable[[Any, Any], Any]:
     """Read ``cls`` from data carrying exactly its own tag."""
     inner: Callable[[Any, Any], Any] = make_dict_structure_fn(
-        cls, converter, _cattrs_forbid_extra_keys=False
+        cls,
+        converter,
+        _cattrs_forbid_extra_keys=False,
+        _cattrs_use_alias=True,
+        **_overrides(cls, structure=True),
     )
     allowed = _init_keys(cls) | {family.key}
 

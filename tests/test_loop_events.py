@@ -387,3 +387,13 @@ async def test_thinking_level_reaches_the_request() -> None:
     provider = ScriptedProvider([reply("ok")])
     await al.Agent(provider, thinking_level=al.ThinkingLevel.HIGH).run("go")
     assert provider.requests[0].thinking is al.ThinkingLevel.HIGH
+
+
+async def test_update_messages_are_built_only_when_read() -> None:
+    """A consumer that reads only deltas never pays for building the partial messages."""
+    agent = al.Agent(ScriptedProvider([reply("one two three four")]))
+    recorder = await run_recorded(agent, "go")
+    updates = recorder.of_type(al.MessageUpdate)
+    assert [callable(u._message) for u in updates] == [True] * 4
+    assert updates[1].message.text == "one two "
+    assert [callable(u._message) for u in updates] == [True, False, True, True]

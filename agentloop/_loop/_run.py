@@ -295,8 +295,9 @@ class Run:
         loop_id = self.loop_id
 
         async def on_delta(delta: StreamDelta) -> None:
-            message = partial.apply(delta)
-            await self.emit(MessageUpdate(loop_id=loop_id, message=message, delta=delta))
+            partial.apply(delta)
+            update = MessageUpdate(loop_id=loop_id, message=partial.snapshot(), delta=delta)
+            await self.emit(update)
 
         final: object
         try:

@@ -1,8 +1,16 @@
-"""Streaming one assistant message: deltas in, partial messages out."""
+"""Streaming one assistant message: deltas in, partial messages out.
+
+The message streamed so far is what every ``MessageUpdate`` carries. Building
+it eagerly for each delta would copy all the text so far each time: quadratic
+in the length of the reply. Instead each update gets a *snapshot*: a function
+over the blocks' append-only lists of pieces and how many pieces each had then
+(O(number of blocks) to take). The message is built the first time someone
+reads ``MessageUpdate.message``, and kept.
+"""
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
 
 from .._events import StreamDelta, StreamRestart, TextDelta, ThinkingDelta, ToolCallDelta
 from .._types import (
@@ -19,78 +27,100 @@ from .._types import (
 __all__ = ["PartialMessage"]
 
 
+class _Block:
+    """One content block as it streams: text or thinking pieces, or a tool call."""
+
+    __slots__ = ("call_id", "kind", "name", "pieces")
+
+    def __init__(self, kind: type[AssistantContent]) -> None:
+        self.kind = kind
+        self.pieces: list[str] = []  # only ever appended to: snapshots rely on it
+        self.call_id = ""
+        self.name = ""
+
+
+_State = tuple[tuple[type[AssistantContent], list[str], int, str, str], ...]
+
+
+def _build(state: _State) -> tuple[AssistantContent, ...]:
+    content: list[AssistantContent] = []
+    for kind, pieces, count, call_id, name in state:
+        if kind is ToolCall:
+            content.append(ToolCall(call_id, name))  # {} until the message ends
+        else:
+            text = "".join(pieces if count == len(pieces) else pieces[:count])
+            content.append(TextContent(text) if kind is TextContent else ThinkingContent(text))
+    return tuple(content)
+
+
 class PartialMessage:
     """Accumulates streamed deltas into the assistant message streamed so far.
 
     Blocks appear in the order their first delta arrived. Text and thinking
     grow with each delta; a tool call keeps ``{}`` as arguments (its JSON is
-    not complete until the message ends) while its raw text accumulates.
+    not complete until the message ends). A :class:`StreamRestart` empties it.
     """
 
-    __slots__ = ("_content", "_positions", "_raw", "_snapshot", "_timestamp", "model", "provider")
+    __slots__ = ("_blocks", "_positions", "_timestamp", "model", "provider")
 
     def __init__(self, model: str = "", provider: str = "") -> None:
-        self._content: list[AssistantContent] = []
-        self._positions: dict[int, int] = {}
-        self._raw: dict[int, str] = {}
-        self._snapshot: AssistantMessage | None = None
+        self._blocks: list[_Block] = []
+        self._positions: dict[int, _Block] = {}
         self._timestamp = now_ms()
         self.model = model
         self.provider = provider
 
-    def message(self) -> AssistantMessage:
-        """The message so far (``stop_reason`` is meaningless until the end)."""
-        if self._snapshot is None:
-            self._snapshot = AssistantMessage(
-                tuple(self._content),
-                StopReason.STOP,
-                self.model,
-                self.provider,
-                ZERO_USAGE,
-                self._timestamp,
-            )
-        return self._snapshot
-
-    def apply(self, delta: StreamDelta) -> AssistantMessage:
-        """Add ``delta`` and return the message so far."""
+    def apply(self, delta: StreamDelta) -> None:
+        """Add ``delta``."""
         if isinstance(delta, StreamRestart):  # a retry: what streamed so far is void
-            self._content.clear()
-            self._positions.clear()
-            self._raw.clear()
-            self._snapshot = None
-            return self.message()
-        index = delta.index
-        position = self._positions.get(index)
-        block: Any = None if position is None else self._content[position]
+            # New containers, never cleared in place: snapshots still refer to the old.
+            self._blocks = []
+            self._positions = {}
+            return
         if isinstance(delta, TextDelta):
-            new: AssistantContent = TextContent(
-                block.text + delta.delta if isinstance(block, TextContent) else delta.delta
-            )
+            kind: type[AssistantContent] = TextContent
         elif isinstance(delta, ThinkingDelta):
-            new = ThinkingContent(
-                block.thinking + delta.delta if isinstance(block, ThinkingContent) else delta.delta
-            )
+            kind = ThinkingContent
         elif isinstance(delta, ToolCallDelta):
-            self._raw[index] = self._raw.get(index, "") + delta.delta
-            call_id = delta.tool_call_id or (block.id if isinstance(block, ToolCall) else "")
-            name = delta.name or (block.name if isinstance(block, ToolCall) else "")
-            if isinstance(block, ToolCall) and (block.id, block.name) == (call_id, name):
-                # Only the arguments text grew; the visible message is unchanged.
-                return self.message()
-            new = ToolCall(call_id, name)
+            kind = ToolCall
         else:
             raise TypeError(f"a provider emitted {delta!r}, which is not a StreamDelta")
-        if position is None:
-            self._positions[index] = len(self._content)
-            self._content.append(new)
-        else:
-            self._content[position] = new
-        self._snapshot = None
-        return self.message()
+        block = self._positions.get(delta.index)
+        if block is None or block.kind is not kind:
+            block = _Block(kind)
+            if delta.index in self._positions:  # a new kind at a known index: replace it
+                self._blocks[self._blocks.index(self._positions[delta.index])] = block
+            else:
+                self._blocks.append(block)
+            self._positions[delta.index] = block
+        if kind is ToolCall:
+            assert isinstance(delta, ToolCallDelta)
+            block.call_id = delta.tool_call_id or block.call_id
+            block.name = delta.name or block.name
+        elif delta.delta:
+            block.pieces.append(delta.delta)
+
+    def snapshot(self) -> Callable[[], AssistantMessage]:
+        """A function that builds the message as it is now, whenever it is called."""
+        state: _State = tuple(
+            (b.kind, b.pieces, len(b.pieces), b.call_id, b.name) for b in self._blocks
+        )
+        model, provider, timestamp = self.model, self.provider, self._timestamp
+
+        def build() -> AssistantMessage:
+            return AssistantMessage(
+                _build(state), StopReason.STOP, model, provider, ZERO_USAGE, timestamp
+            )
+
+        return build
+
+    def message(self) -> AssistantMessage:
+        """The message so far (``stop_reason`` is meaningless until the end)."""
+        return self.snapshot()()
 
     def interrupted(self, stop_reason: StopReason, error_message: str) -> AssistantMessage:
         """The message cut short: text and thinking kept, unfinished tool calls dropped."""
-        kept = tuple(block for block in self._content if not isinstance(block, ToolCall))
+        kept = tuple(block for block in self.message().content if not isinstance(block, ToolCall))
         return AssistantMessage(
             kept,
             stop_reason,

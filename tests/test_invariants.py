@@ -63,6 +63,25 @@ class Vetoed:
 
 
 STRATEGIES = [al.Sequential(), al.Parallel(), al.Batched(1), al.Batched(2), al.Batched(3)]
+VOID = "VOIDED-ATTEMPT "
+
+
+@attrs.define
+class Flaky:
+    """Before some turns, streams a failed attempt and a StreamRestart, as HTTP providers do."""
+
+    inner: ScriptedProvider
+    restarts: list[bool]
+    calls: int = 0
+
+    async def stream(self, request: Any, emit: Any) -> al.AssistantMessage:
+        restart = self.restarts[self.calls % len(self.restarts)]
+        self.calls += 1
+        if restart:
+            await emit(al.TextDelta(delta=VOID))
+            await emit(al.StreamRestart(attempt=2, delay=1.0, error="overloaded"))
+            await trio.sleep(1.0)
+        return await self.inner.stream(request, emit)
 
 
 @st.composite
@@ -75,6 +94,7 @@ def scenarios(draw: st.DrawFn) -> dict[str, Any]:
         "interrupt": draw(st.sampled_from(["none", "abort", "break"])),
         "at_event": draw(st.integers(min_value=0, max_value=80)),
         "follow_up": draw(st.booleans()),
+        "restarts": draw(st.lists(st.booleans(), min_size=1, max_size=4)),
     }
 
 
@@ -87,7 +107,7 @@ async def play(scenario: dict[str, Any]) -> None:
     provider = ScriptedProvider(script, delta_delay=scenario["delta_delay"])
     steerer = Steerer()
     agent = al.Agent(
-        provider,
+        Flaky(provider, scenario["restarts"]),
         tools=[
             Echo(),
             Raiser(al.ToolError("tool failed"), name="tool_error"),
@@ -116,6 +136,12 @@ async def play(scenario: dict[str, Any]) -> None:
 
     assert_well_formed(agent.messages)
     assert not agent.is_running
+    # A failed attempt's text never enters the history, except as the partial text
+    # of a reply the abort cut short (an abort keeps what streamed).
+    for message in agent.messages:
+        if VOID in str(message.content):
+            assert isinstance(message, al.AssistantMessage)
+            assert message.stop_reason is al.StopReason.ABORTED
     starts = [e.tool_call_id for e in recorder.of_type(al.ToolExecutionStart)]
     ends = [e.tool_call_id for e in recorder.of_type(al.ToolExecutionEnd)]
     assert len(set(starts)) == len(starts)

@@ -1237,7 +1237,7 @@ def test_missing_key_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_a_config_for_another_api_is_refused() -> None:
     """An OpenAI model config is not silently sent to the Messages API."""
-    with pytest.raises(ValueError, match=r"^AnthropicProvider needs a model config"):
+    with pytest.raises(ValueError, match=r"^AnthropicProvider speaks the 'anthropic' API; "):
         AnthropicProvider(ModelConfig.openai(api_key=KEY))
 
 

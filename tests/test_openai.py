@@ -1060,8 +1060,8 @@ def test_a_model_of_another_api_is_refused() -> None:
     """An Anthropic ModelConfig is a ValueError naming the mismatch."""
     with pytest.raises(
         ValueError,
-        match=r"^OpenAIProvider speaks Chat Completions; anthropic model 'claude-sonnet-5' "
-        r"uses the 'anthropic' API$",
+        match=r"^OpenAIProvider speaks the 'openai' API; anthropic model 'claude-sonnet-5' "
+        r"is configured for the 'anthropic' API$",
     ):
         OpenAIProvider(ModelConfig.anthropic(api_key=KEY))
 

@@ -95,7 +95,7 @@ from ._errors import (
     error_detail,
     redact,
 )
-from ._http import HTTPProvider
+from ._http import HTTPProvider, resolve_model
 from ._model import ModelConfig, Secret, ThinkingLevel
 from ._retry import RetryConfig
 from .sse import ServerSentEvent
@@ -502,16 +502,10 @@ class AnthropicProvider(HTTPProvider):
         timeout: httpx2.Timeout | None = None,
         rng: random.Random | None = None,
     ) -> None:
-        if isinstance(model, str):
-            model = ModelConfig.anthropic(model, api_key=api_key)
-        elif api_key is not None:
-            model = attrs.evolve(model, api_key=api_key)
-        if model.api != "anthropic":
-            raise ValueError(
-                f"AnthropicProvider needs a model config for the anthropic API, "
-                f"got api={model.api!r} for {model.id!r}"
-            )
-        super().__init__(model, retry=retry, client=client, timeout=timeout, rng=rng)
+        config = resolve_model(
+            model, api_key, ModelConfig.anthropic, "anthropic", "AnthropicProvider"
+        )
+        super().__init__(config, retry=retry, client=client, timeout=timeout, rng=rng)
 
     def url(self) -> str:
         return f"{self.model.base_url.rstrip('/')}/v1/messages"

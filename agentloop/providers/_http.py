@@ -20,10 +20,11 @@ this module does the rest:
 from __future__ import annotations
 
 import random
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import aclosing
 from typing import Any, Protocol, Self
 
+import attrs
 import httpx2
 import trio
 
@@ -31,11 +32,11 @@ from .._events import StreamDelta, StreamRestart
 from .._types import AssistantMessage
 from ._base import Emit, ModelRequest
 from ._errors import NetworkError, ProviderError, classify_http_error, error_detail, redact
-from ._model import ModelConfig
+from ._model import ModelConfig, Secret
 from ._retry import RetryConfig, parse_retry_after
 from .sse import ServerSentEvent, SSEDecoder
 
-__all__ = ["DEFAULT_TIMEOUT", "HTTPProvider", "StreamParser"]
+__all__ = ["DEFAULT_TIMEOUT", "HTTPProvider", "StreamParser", "resolve_model"]
 
 #: Connect within 10 s; a stream may be silent up to 300 s between chunks.
 DEFAULT_TIMEOUT = httpx2.Timeout(connect=10.0, read=300.0, write=60.0, pool=30.0)
@@ -94,6 +95,33 @@ async def _drain(chunks: AsyncIterator[bytes]) -> None:
     with trio.move_on_after(_DRAIN_SECONDS):
         async for _ in chunks:
             pass
+
+
+def resolve_model(
+    model: ModelConfig | str,
+    api_key: str | Secret | None,
+    preset: Callable[..., ModelConfig],
+    api: str,
+    provider: str,
+) -> ModelConfig:
+    """The config a provider class was given: an id (through ``preset``) or a config.
+
+    ``api_key``, when given, replaces the config's key.
+
+    Raises:
+        ValueError: the config is for another API than ``api``, the one the
+            ``provider`` class speaks.
+    """
+    if isinstance(model, str):
+        config = preset(model, api_key=api_key)
+    else:
+        config = model if api_key is None else attrs.evolve(model, api_key=api_key)
+    if config.api != api:
+        raise ValueError(
+            f"{provider} speaks the {api!r} API; {config.provider} model "
+            f"{config.id!r} is configured for the {config.api!r} API"
+        )
+    return config
 
 
 class HTTPProvider:

@@ -58,7 +58,7 @@ from ._errors import (
     classify_http_error,
     redact,
 )
-from ._http import HTTPProvider
+from ._http import HTTPProvider, resolve_model
 from ._model import ModelConfig, Secret, ThinkingLevel
 from ._retry import RetryConfig
 from .sse import ServerSentEvent
@@ -140,17 +140,9 @@ class OpenAIProvider(HTTPProvider):
         timeout: httpx2.Timeout | None = None,
         rng: random.Random | None = None,
     ) -> None:
-        if isinstance(model, str):
-            model = ModelConfig.openai(model, api_key=api_key)
-        elif api_key is not None:
-            model = attrs.evolve(model, api_key=api_key)
-        if model.api != "openai":
-            raise ValueError(
-                f"OpenAIProvider speaks Chat Completions; {model.provider} model "
-                f"{model.id!r} uses the {model.api!r} API"
-            )
-        super().__init__(model, retry=retry, client=client, timeout=timeout, rng=rng)
-        self.api_name = _server_name(model)  # error messages name the configured server
+        config = resolve_model(model, api_key, ModelConfig.openai, "openai", "OpenAIProvider")
+        super().__init__(config, retry=retry, client=client, timeout=timeout, rng=rng)
+        self.api_name = _server_name(config)  # error messages name the configured server
 
     def url(self) -> str:
         """``{base_url}/chat/completions``."""

@@ -43,6 +43,10 @@ from ._loop import ExecutionLimits as ExecutionLimits
 from ._loop import MessageSource as MessageSource
 from ._loop import agent_loop as agent_loop
 from ._loop import agent_loop_continue as agent_loop_continue
+from ._permissions import Approver as Approver
+from ._permissions import PermissionRequest as PermissionRequest
+from ._permissions import PermissionRule as PermissionRule
+from ._permissions import Permissions as Permissions
 from ._tool import AgentTool as AgentTool
 from ._tool import Batched as Batched
 from ._tool import ExecutionStrategy as ExecutionStrategy
@@ -80,6 +84,7 @@ __all__ = [
     "AgentLoopConfig",
     "AgentStart",
     "AgentTool",
+    "Approver",
     "AssistantMessage",
     "Batched",
     "Content",
@@ -95,6 +100,9 @@ __all__ = [
     "MessageUpdate",
     "MessageView",
     "Parallel",
+    "PermissionRequest",
+    "PermissionRule",
+    "Permissions",
     "ProgressCallback",
     "ProgressMessage",
     "PrunApplied",

@@ -27,6 +27,7 @@ from ._loop._config import (
 )
 from ._loop._dispatch import ToolRegistry
 from ._loop._run import Run, _user_messages
+from ._permissions import Permissions
 from ._tool import AgentTool, ExecutionStrategy, Parallel
 from ._types import Message, UserMessage
 from ._util import raise_single
@@ -64,8 +65,8 @@ class Agent:
         system_prompt: Sent with every request.
         tools: The tools the model may call; names must be unique.
         messages: A history to start from.
-        strategy, tool_timeout, limits, max_tokens, temperature, thinking_level:
-            As in :class:`AgentLoopConfig`.
+        strategy, tool_timeout, limits, max_tokens, temperature, thinking_level,
+        permissions: As in :class:`AgentLoopConfig`.
         steering_mode, follow_up_mode: How many queued messages each poll takes.
         before_loop, after_loop, before_turn, after_turn, on_error,
         before_tool_execution, after_tool_execution,
@@ -92,6 +93,7 @@ class Agent:
         max_tokens: int | None = None,
         temperature: float | None = None,
         thinking_level: ThinkingLevel = ThinkingLevel.OFF,
+        permissions: Permissions | None = None,
         steering_mode: QueueMode = QueueMode.ONE_AT_A_TIME,
         follow_up_mode: QueueMode = QueueMode.ONE_AT_A_TIME,
         before_loop: BeforeLoopHook | None = None,
@@ -119,6 +121,7 @@ class Agent:
             max_tokens=max_tokens,
             temperature=temperature,
             thinking_level=thinking_level,
+            permissions=permissions,
             get_steering_messages=self._take_steering,
             get_follow_up_messages=self._take_follow_up,
             before_loop=before_loop,

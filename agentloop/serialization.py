@@ -424,12 +424,25 @@ def _structure_bool(value: Any, _: Any) -> bool:
 # --------------------------------------------------------------------------- the converter
 
 
+def _is_fixed_tuple(type_: Any) -> bool:
+    args = typing.get_args(type_)
+    return typing.get_origin(type_) is tuple and not (len(args) == 2 and args[1] is Ellipsis)
+
+
+def _fixed_tuple_unstructure(type_: Any) -> Callable[[Any], list[Any]]:
+    args = typing.get_args(type_)
+    return lambda value: [converter.unstructure(v, a) for v, a in zip(value, args, strict=True)]
+
+
 def _make_converter() -> cattrs.Converter:
     conv = make_converter(forbid_extra_keys=True, detailed_validation=True)
     conv.register_structure_hook(str, _structure_str)
     conv.register_structure_hook(int, _structure_int)
     conv.register_structure_hook(float, _structure_float)
     conv.register_structure_hook(bool, _structure_bool)
+    # Fixed-size tuples (a permission subject's (kind, value)) are JSON arrays too.
+    conv.register_unstructure_hook_factory(_is_fixed_tuple, _fixed_tuple_unstructure)
+    conv.register_unstructure_hook(tuple, lambda value: [conv.unstructure(v) for v in value])
     # Registered last, so they take precedence over cattrs' own attrs and union hooks.
     conv.register_unstructure_hook_factory(
         lambda t: _closed_tag(t) is not None,

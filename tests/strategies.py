@@ -252,6 +252,24 @@ def events() -> SearchStrategy[al.AgentEvent]:
     return st.one_of(st.builds(al.AgentEvent, **_loop), *agent_events.values())
 
 
+# --------------------------------------------------------------------------- permissions
+
+permission_rules = st.builds(
+    al.PermissionRule,
+    action=st.sampled_from(["allow", "ask", "deny"]),
+    tool=ids,
+    argument=optional_texts,
+)
+permission_requests = st.builds(
+    al.PermissionRequest,
+    tool_name=ids,
+    tool_call_id=ids,
+    arguments=st.dictionaries(st.text(max_size=8), json_values(), max_size=3),
+    subject=st.none() | st.tuples(st.sampled_from(["command", "path"]), texts),
+    rule=st.none() | permission_rules,
+)
+
+
 # --------------------------------------------------------------------------- the mapping
 
 STRATEGIES: dict[type, SearchStrategy[Any]] = {
@@ -274,6 +292,8 @@ STRATEGIES: dict[type, SearchStrategy[Any]] = {
     al.Sequential: st.builds(al.Sequential),
     al.Parallel: st.builds(al.Parallel),
     al.Batched: st.builds(al.Batched, size=st.integers(min_value=1, max_value=64)),
+    al.PermissionRule: permission_rules,
+    al.PermissionRequest: permission_requests,
     al.AgentEvent: events(),
     **agent_events,
 }

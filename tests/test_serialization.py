@@ -18,7 +18,13 @@ import agentloop as al
 from agentloop.serialization import DeserializationError, from_dict, from_json, to_dict, to_json
 
 # Public attrs classes that are not values: they hold live state, providers or callbacks.
-NOT_VALUES = {"AgentContext", "AgentLoopConfig", "FunctionTool", "ToolContext"}
+NOT_VALUES = {
+    "AgentContext",
+    "AgentLoopConfig",
+    "FunctionTool",
+    "Permissions",  # holds the approver function
+    "ToolContext",
+}
 
 TS = 1_700_000_000_000
 

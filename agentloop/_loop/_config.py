@@ -8,6 +8,7 @@ from typing import Any, TypeAlias, TypeVar
 
 import attrs
 
+from .._permissions import Permissions
 from .._tool import ExecutionStrategy, Parallel
 from .._types import Message, Usage, UserMessage
 from ..providers import Provider, ThinkingLevel
@@ -99,6 +100,9 @@ class AgentLoopConfig:
         limits: When the run stops by itself.
         max_tokens, temperature: Passed to the model.
         thinking_level: How much the model should reason (each provider maps it).
+        permissions: Which tool calls may run; checked for every call after its
+            arguments are validated and before ``before_tool_execution``.
+            ``None``: every call may run.
         get_steering_messages: Polled before the first turn, between tool calls
             (per the strategy) and after each turn. Messages it returns are
             sent with the next model call; tool calls not yet run are skipped.
@@ -128,6 +132,7 @@ class AgentLoopConfig:
     max_tokens: int | None = None
     temperature: float | None = None
     thinking_level: ThinkingLevel = ThinkingLevel.OFF
+    permissions: Permissions | None = None
     get_steering_messages: MessageSource | None = None
     get_follow_up_messages: MessageSource | None = None
     before_loop: BeforeLoopHook | None = None

@@ -3,11 +3,12 @@
 The gate, for each tool call, in this order::
 
     look up the tool -> parse the arguments -> validate them against the schema
-    -> before_tool_execution -> ToolExecutionStart -> execute in the call's own
+    -> permissions -> before_tool_execution -> ToolExecutionStart -> execute in the call's own
     CancelScope (deadline = the timeout) -> ToolExecutionEnd -> after_tool_execution
 
-A call that fails before the hook (unknown tool, bad arguments) still gets a
-ToolExecutionStart and a ToolExecutionEnd carrying the error. A call the hook
+A call that fails before the hook (unknown tool, bad arguments, refused by the
+permissions) still gets a ToolExecutionStart and a ToolExecutionEnd carrying
+the error. A call the hook
 vetoes gets neither. Whatever happens, every call gets exactly one result.
 """
 
@@ -296,6 +297,13 @@ async def _preflight(run: Run, state: CallState) -> _Entry | None:
         await _start(run, state)
         await _end(run, state, ToolResult.text(str(problem)), True)
         return None
+    permissions = run.config.permissions
+    if permissions is not None:
+        denial = await permissions.check(entry.tool, call.name, call.id, deepcopy(call.arguments))
+        if denial is not None:
+            await _start(run, state)
+            await _end(run, state, ToolResult.text(f"Permission denied: {denial}"), True)
+            return None
     hook = run.config.before_tool_execution
     # Hooks and tools get copies: the arguments also live in the history and in events.
     if (

@@ -228,10 +228,10 @@ class Permissions:
         # "git log && rm -rf x"); the first part's rule is reported.
         covering: list[PermissionRule] = []
         for part in parts:
-            rule = next((r for r in rules if r.matches_subject(*part)), None)
-            if rule is None:
+            found = next((r for r in rules if r.matches_subject(*part)), None)
+            if found is None:
                 return None
-            covering.append(rule)
+            covering.append(found)
         return covering[0] if covering else None
 
     @staticmethod

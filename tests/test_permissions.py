@@ -36,7 +36,7 @@ def test_rules_parse(text: str, tool: str, argument: str | None) -> None:
 @pytest.mark.parametrize("text", ["", "bash(", "(x)", "two words", "a(b)c"])
 def test_malformed_rules_are_refused(text: str) -> None:
     """A text that is not 'tool' or 'tool(pattern)' is a ValueError."""
-    with pytest.raises(ValueError, match="^not a permission rule: "):
+    with pytest.raises(ValueError, match=r"^not a permission rule: "):
         al.Permissions(allow=[text])
 
 
@@ -202,7 +202,8 @@ async def test_ask_without_an_approver_refuses() -> None:
     assert shell.ran == []
     assert texts(agent.messages)[2] == (
         "result:error",
-        "c1=Permission denied: bash 'ls' needs approval (the rule ask(bash)), and no approver is set",
+        "c1=Permission denied: bash 'ls' needs approval (the rule ask(bash)), "
+        "and no approver is set",
     )
 
 
@@ -250,7 +251,7 @@ async def test_an_approver_exception_leaves_the_run_as_itself() -> None:
     def approver(request: al.PermissionRequest) -> bool:
         raise PermissionError("approval service down")
 
-    with pytest.raises(PermissionError, match="^approval service down$"):
+    with pytest.raises(PermissionError, match=r"^approval service down$"):
         await run_shell(al.Permissions(ask=["bash"], approver=approver), "ls")
 
 
@@ -285,3 +286,15 @@ async def test_tools_without_a_subject_go_through_the_gate_too() -> None:
 def test_any_schema_helper_is_an_object() -> None:
     """(The shared test schema used above accepts any object.)"""
     assert ANY_SCHEMA == {"type": "object"}
+
+
+async def test_a_symlink_loop_is_a_clear_tool_error(tmp_path: Any) -> None:
+    """A path through a symlink loop is refused with a message, not a crash."""
+    import os
+
+    from agentloop.tools import Workspace
+
+    os.symlink(tmp_path / "b", tmp_path / "a")
+    os.symlink(tmp_path / "a", tmp_path / "b")
+    with pytest.raises(al.ToolError, match=r"^Cannot resolve path 'a/x': "):
+        Workspace(tmp_path).resolve("a/x")

@@ -70,7 +70,10 @@ class Workspace:
         candidate = Path(path).expanduser()
         if not candidate.is_absolute():
             candidate = self.root / candidate
-        resolved = candidate.resolve()
+        try:
+            resolved = candidate.resolve()
+        except (OSError, RuntimeError) as error:  # a symlink loop (RuntimeError before 3.13)
+            raise ToolError(f"Cannot resolve path '{path}': {error}") from error
         if resolved != self.root and self.root not in resolved.parents:
             shown = (
                 f"'{path}' resolves to '{resolved}', which is"

@@ -1,6 +1,17 @@
 """Built-in tools: a shell, files, edits, listing and search, confined to one directory."""
 
+from ._edit import EditFileTool as EditFileTool
+from ._files import ReadFileTool as ReadFileTool
+from ._files import WriteFileTool as WriteFileTool
+from ._files import atomic_write as atomic_write
 from ._workspace import SKIP_DIRS as SKIP_DIRS
 from ._workspace import Workspace as Workspace
 
-__all__ = ["SKIP_DIRS", "Workspace"]
+__all__ = [
+    "SKIP_DIRS",
+    "EditFileTool",
+    "ReadFileTool",
+    "Workspace",
+    "WriteFileTool",
+    "atomic_write",
+]

@@ -1,5 +1,8 @@
 """Built-in tools: a shell, files, edits, listing and search, confined to one directory."""
 
+from ._bash import DEFAULT_DENY as DEFAULT_DENY
+from ._bash import DEFAULT_ENV_DENY as DEFAULT_ENV_DENY
+from ._bash import BashTool as BashTool
 from ._edit import EditFileTool as EditFileTool
 from ._files import ReadFileTool as ReadFileTool
 from ._files import WriteFileTool as WriteFileTool
@@ -8,7 +11,10 @@ from ._workspace import SKIP_DIRS as SKIP_DIRS
 from ._workspace import Workspace as Workspace
 
 __all__ = [
+    "DEFAULT_DENY",
+    "DEFAULT_ENV_DENY",
     "SKIP_DIRS",
+    "BashTool",
     "EditFileTool",
     "ReadFileTool",
     "Workspace",

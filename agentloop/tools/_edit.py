@@ -17,7 +17,6 @@ from .._tool import InvalidArgs, ToolContext, ToolError, ToolResult
 from ._files import (
     SNIFF_BYTES,
     MiB,
-    as_workspace,
     atomic_write,
     line_endings,
     numbered,
@@ -29,7 +28,7 @@ from ._files import (
     stat_file,
     subject,
 )
-from ._workspace import Workspace
+from ._workspace import Workspace, as_workspace
 
 __all__ = ["EditFileTool"]
 

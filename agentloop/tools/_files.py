@@ -20,7 +20,7 @@ import trio
 
 from .._tool import InvalidArgs, ToolContext, ToolError, ToolResult
 from .._types import ImageContent, TextContent
-from ._workspace import Workspace
+from ._workspace import Workspace, as_workspace
 
 __all__ = ["ReadFileTool", "WriteFileTool", "atomic_write"]
 
@@ -32,11 +32,6 @@ SNIFF_BYTES = 8 * KiB
 
 
 # --------------------------------------------------------------------------- shared helpers
-
-
-def as_workspace(value: Workspace | str | os.PathLike[str]) -> Workspace:
-    """A :class:`Workspace` as is; a path becomes a workspace rooted there."""
-    return value if isinstance(value, Workspace) else Workspace(value)
 
 
 def path_param(params: Mapping[str, Any], key: str = "path") -> str:

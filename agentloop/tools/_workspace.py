@@ -18,7 +18,7 @@ from pathlib import Path
 
 from .._tool import ToolError
 
-__all__ = ["SKIP_DIRS", "Workspace"]
+__all__ = ["SKIP_DIRS", "Workspace", "as_workspace"]
 
 #: Directories the listing and search tools never enter (besides .gitignore'd ones).
 SKIP_DIRS = frozenset(
@@ -88,3 +88,8 @@ class Workspace:
         if path == self.root:
             return "."
         return path.relative_to(self.root).as_posix()
+
+
+def as_workspace(value: Workspace | str | os.PathLike[str]) -> Workspace:
+    """``value`` if it is a Workspace, else a Workspace rooted at it."""
+    return value if isinstance(value, Workspace) else Workspace(value)

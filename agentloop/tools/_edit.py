@@ -26,9 +26,8 @@ from ._files import (
     resolve,
     split_lines,
     stat_file,
-    subject,
 )
-from ._workspace import Workspace, as_workspace
+from ._workspace import Workspace, as_workspace, path_subject
 
 __all__ = ["EditFileTool"]
 
@@ -396,7 +395,7 @@ class EditFileTool:
 
     def permission_subject(self, params: Mapping[str, Any]) -> tuple[str, str]:
         """``("path", <the root-relative path>)``, or the raw path if it leaves the root."""
-        return subject(self.workspace, params)
+        return path_subject(self.workspace, params)
 
     async def execute(self, params: dict[str, Any], ctx: ToolContext) -> ToolResult:
         """Apply the edits; see the class docstring."""

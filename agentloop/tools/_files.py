@@ -20,7 +20,7 @@ import trio
 
 from .._tool import InvalidArgs, ToolContext, ToolError, ToolResult
 from .._types import ImageContent, TextContent
-from ._workspace import Workspace, as_workspace
+from ._workspace import Workspace, as_workspace, path_subject
 
 __all__ = ["ReadFileTool", "WriteFileTool", "atomic_write"]
 
@@ -48,17 +48,6 @@ def int_param(params: Mapping[str, Any], key: str, default: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise InvalidArgs(f"'{key}' must be an integer >= 1, got {value!r}")
     return value
-
-
-def subject(workspace: Workspace, params: Mapping[str, Any]) -> tuple[str, str]:
-    """``("path", <root-relative resolved path>)``, or the raw string if it leaves the root."""
-    raw = params.get("path")
-    if not isinstance(raw, str):
-        return ("path", "" if raw is None else str(raw))
-    try:
-        return ("path", workspace.relative(workspace.resolve(raw)))
-    except (ToolError, OSError, RuntimeError, ValueError):
-        return ("path", raw)
 
 
 async def resolve(workspace: Workspace, raw: str) -> tuple[Path, str]:
@@ -287,7 +276,7 @@ class ReadFileTool:
 
     def permission_subject(self, params: Mapping[str, Any]) -> tuple[str, str]:
         """``("path", <the root-relative path>)``, or the raw path if it leaves the root."""
-        return subject(self.workspace, params)
+        return path_subject(self.workspace, params)
 
     async def execute(self, params: dict[str, Any], ctx: ToolContext) -> ToolResult:
         """Read the file; see the class docstring."""
@@ -434,7 +423,7 @@ class WriteFileTool:
 
     def permission_subject(self, params: Mapping[str, Any]) -> tuple[str, str]:
         """``("path", <the root-relative path>)``, or the raw path if it leaves the root."""
-        return subject(self.workspace, params)
+        return path_subject(self.workspace, params)
 
     async def execute(self, params: dict[str, Any], ctx: ToolContext) -> ToolResult:
         """Write the file; see the class docstring."""

@@ -14,11 +14,13 @@ racing them on the same machine.)
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from .._tool import ToolError
 
-__all__ = ["SKIP_DIRS", "Workspace", "as_workspace"]
+__all__ = ["SKIP_DIRS", "Workspace", "as_workspace", "path_subject"]
 
 #: Directories the listing and search tools never enter (besides .gitignore'd ones).
 SKIP_DIRS = frozenset(
@@ -93,3 +95,18 @@ class Workspace:
 def as_workspace(value: Workspace | str | os.PathLike[str]) -> Workspace:
     """``value`` if it is a Workspace, else a Workspace rooted at it."""
     return value if isinstance(value, Workspace) else Workspace(value)
+
+
+def path_subject(workspace: Workspace, params: Mapping[str, Any]) -> tuple[str, str]:
+    """A path tool's permission subject: ``("path", <root-relative resolved path>)``.
+
+    The ``path`` argument defaults to ``"."``; one that cannot be resolved inside
+    the root is given as written (the tool refuses it anyway).
+    """
+    raw = params.get("path", ".")
+    if not isinstance(raw, str):
+        return ("path", str(raw))
+    try:
+        return ("path", workspace.relative(workspace.resolve(raw)))
+    except (ToolError, OSError, RuntimeError, ValueError):
+        return ("path", raw)

@@ -14,7 +14,9 @@ MCP servers). The part in parentheses is matched against the call's
 *subject*, which a tool declares with a ``permission_subject(params)`` method
 returning ``(kind, value)``:
 
-- ``("command", "git log -3")`` (bash): ``*`` matches any characters.
+- ``("command", "git log -3")`` (bash): ``*`` matches any characters, and a
+  pattern ending in `` *`` also matches the command without arguments
+  (``git diff *`` covers ``git diff``, not ``git difftool``).
 - ``("path", "src/app.py")`` (file tools: the path relative to the root):
   ``*`` and ``?`` stay within one directory, ``**`` crosses directories.
 
@@ -104,6 +106,9 @@ class PermissionRule:
             return True
         if kind == "path":
             return _path_regex(self.argument).fullmatch(value) is not None
+        value = value.strip()
+        if self.argument.endswith(" *") and value == self.argument[:-2].rstrip():
+            return True  # "git diff *" also covers a bare "git diff"
         return fnmatch.fnmatchcase(value, self.argument)
 
 

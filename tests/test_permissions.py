@@ -92,7 +92,11 @@ COMMANDS = al.Permissions(
     [
         ("git status", "allow bash(git status)"),
         ("git diff --stat src/a.py", "allow bash(git diff *)"),
-        ("git diff", "ask (default)"),  # "git diff *" needs an argument
+        ("git diff", "allow bash(git diff *)"),  # "git diff *" covers the bare command
+        ("  git diff ", "allow bash(git diff *)"),
+        ("git difftool", "ask (default)"),  # but not a longer word
+        ("ls", "allow bash(ls *)"),
+        ("lsof", "ask (default)"),
         ("git diff a && ls -la", "allow bash(git diff *)"),  # every part is allowed
         ("git diff a && rm -rf build", "deny bash(rm *)"),  # any part denied
         ("git diff a; make", "ask (default)"),  # one part not allowed

@@ -458,6 +458,12 @@ async def test_timeout_is_capped_by_the_tool(tmp_path: Path) -> None:
     assert error == "Command timed out after 300ms\nSTDOUT:\nout\n\nSTDERR:\nerr\n"
 
 
+async def test_a_silent_timeout_is_just_the_note(tmp_path: Path) -> None:
+    """With no output so far, the error is the timeout note alone, no trailing newline."""
+    error = await run_error(BashTool(tmp_path), "exec sleep 300", timeout=0.2)
+    assert error == "Command timed out after 200ms"
+
+
 async def test_sigkill_after_grace(tmp_path: Path) -> None:
     """A group that ignores SIGTERM gets SIGKILL ``grace`` seconds later."""
     tool = BashTool(tmp_path, grace=0.2)

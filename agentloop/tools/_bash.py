@@ -109,7 +109,7 @@ class BashTool:
     A non-zero exit is a normal result; a command killed by a signal shows
     ``Exit code: -9 (killed by SIGKILL)``. ``details`` is ``{"exit_code",
     "stdout_bytes", "stderr_bytes", "truncated"}``. A timeout is an error
-    result, ``Command timed out after 1.5s`` followed by the output so far.
+    result, ``Command timed out after 1.5s`` followed by the output so far, if any.
     Output is streamed as ``ToolExecutionUpdate`` events whose details say
     ``{"stream": "stdout"}`` or ``"stderr"``, at most one per stream every
     100 ms (or per 8 KiB).
@@ -245,7 +245,8 @@ class BashTool:
                         await stream.aclose()
         body, truncated = _format(out, err)
         if timed_out:
-            raise ToolError(f"Command timed out after {format_duration(timeout)}\n{body}")
+            note = f"Command timed out after {format_duration(timeout)}"
+            raise ToolError(f"{note}\n{body}" if body else note)
         code = process.returncode
         assert code is not None
         return ToolResult.text(

@@ -49,3 +49,4 @@ def bench(session: nox.Session) -> None:
     session.install(".")
     session.run("python", "benchmarks/loop_overhead.py", *session.posargs)
     session.run("python", "benchmarks/sse_decode.py")
+    session.run("python", "benchmarks/search.py")

@@ -3,10 +3,13 @@
 from ._bash import DEFAULT_DENY as DEFAULT_DENY
 from ._bash import DEFAULT_ENV_DENY as DEFAULT_ENV_DENY
 from ._bash import BashTool as BashTool
+from ._defaults import default_tools as default_tools
 from ._edit import EditFileTool as EditFileTool
 from ._files import ReadFileTool as ReadFileTool
 from ._files import WriteFileTool as WriteFileTool
 from ._files import atomic_write as atomic_write
+from ._listing import ListFilesTool as ListFilesTool
+from ._search import SearchTool as SearchTool
 from ._workspace import SKIP_DIRS as SKIP_DIRS
 from ._workspace import Workspace as Workspace
 
@@ -16,8 +19,11 @@ __all__ = [
     "SKIP_DIRS",
     "BashTool",
     "EditFileTool",
+    "ListFilesTool",
     "ReadFileTool",
+    "SearchTool",
     "Workspace",
     "WriteFileTool",
     "atomic_write",
+    "default_tools",
 ]

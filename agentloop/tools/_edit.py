@@ -367,7 +367,7 @@ class EditFileTool:
     match, the error shows the closest regions of the file. In a file with
     ``\\r\\n`` line endings, ``\\n`` in the model's text stands for ``\\r\\n``.
     A UTF-8 BOM, undecodable bytes and the file's mode are kept. The write is
-    atomic (:func:`~agentloop.tools._files.atomic_write`).
+    atomic (:func:`~agentloop.tools.atomic_write`).
 
     Args:
         workspace: The root every path is confined to (a :class:`Workspace` or a path).

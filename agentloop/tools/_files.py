@@ -200,6 +200,12 @@ async def atomic_write(path: Path, data: bytes) -> None:
     A symlink at ``path`` is followed: its target is replaced. The parent
     directory must exist. A file without write permission is refused with
     :class:`PermissionError`, as ``open(path, "w")`` would.
+
+    Raises:
+        OSError: the write failed (``path`` is unchanged).
+
+    Cancellation waits for the worker thread: the write completes whole, or
+    fails and leaves ``path`` unchanged, before :exc:`trio.Cancelled` is raised.
     """
     await trio.to_thread.run_sync(atomic_write_sync, path, data)
 

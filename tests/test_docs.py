@@ -15,7 +15,8 @@ The rules for ``docs/**/*.md`` and ``README.md``:
   (it is still compiled). Keep these rare.
 - Relative links point to files that exist, and ``#anchors`` to headings that exist.
 - ``docs/api.md`` has an entry for every public name of ``agentloop``,
-  ``agentloop.providers``, ``agentloop.testing`` and ``agentloop.serialization``, in
+  ``agentloop.providers``, ``agentloop.tools``, ``agentloop.testing`` and
+  ``agentloop.serialization``, in
   that module's section, and no entry for a name the module does not export.
 """
 
@@ -43,12 +44,19 @@ import agentloop
 import agentloop.providers
 import agentloop.serialization
 import agentloop.testing
+import agentloop.tools
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
 PAGES = [*sorted(DOCS.rglob("*.md")), ROOT / "README.md"]
 API_PAGE = DOCS / "api.md"
-API_MODULES = [agentloop, agentloop.providers, agentloop.testing, agentloop.serialization]
+API_MODULES = [
+    agentloop,
+    agentloop.providers,
+    agentloop.tools,
+    agentloop.testing,
+    agentloop.serialization,
+]
 
 FENCE = re.compile(r"^(?P<indent> *)```(?P<info>[^`]*)$")
 NOT_RUN = re.compile(r"^<!-- not-run: \S.* -->$")

@@ -5,9 +5,14 @@ from __future__ import annotations
 import base64
 import errno
 import os
+import pickle
+import shutil
 import struct
+import tempfile
 import threading
+import warnings
 import zlib
+from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -83,9 +88,55 @@ def jpeg_1x1() -> bytes:
     )
 
 
-def skip_as_root() -> None:
-    if os.geteuid() == 0:
-        pytest.skip("root ignores file permissions")
+NOBODY = 65534
+
+
+@pytest.fixture
+def shared_root() -> Iterator[Path]:
+    """A root another user can enter (tmp_path's parents are private to us)."""
+    path = Path(tempfile.mkdtemp(prefix="agentloop-perm-")).resolve()
+    path.chmod(0o755)
+    try:
+        yield path
+    finally:
+        for entry in path.rglob("*"):
+            entry.chmod(0o755 if entry.is_dir() else 0o644)
+        shutil.rmtree(path)
+
+
+def unprivileged(scenario: Callable[[], Awaitable[str]]) -> str:
+    """``trio.run(scenario)`` where file permissions apply.
+
+    As root (containers, CI), permissions are not checked for us, so the scenario
+    runs in a forked child that has dropped to uid/gid ``nobody``; its result or
+    its exception comes back through a pipe. Otherwise it runs here.
+    """
+    if os.geteuid() != 0:
+        return trio.run(scenario)
+    read_end, write_end = os.pipe()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)  # fork() with threads alive
+        pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child; its outcome is asserted by the parent
+        outcome: tuple[str, str]
+        try:
+            os.setgroups([])
+            os.setgid(NOBODY)
+            os.setuid(NOBODY)
+            outcome = ("ok", trio.run(scenario))
+        except BaseException as error:
+            outcome = ("error", f"{type(error).__name__}: {error}")
+        with os.fdopen(write_end, "wb") as pipe:
+            pickle.dump(outcome, pipe)
+        os._exit(0)
+    os.close(write_end)
+    with os.fdopen(read_end, "rb") as pipe:
+        data = pipe.read()
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    kind, value = pickle.loads(data)
+    assert kind == "ok", value
+    return str(value)
 
 
 TOOLS = {
@@ -349,16 +400,12 @@ async def test_read_refuses_an_image_over_the_image_cap(root: Path) -> None:
     )
 
 
-async def test_read_without_permission(root: Path) -> None:
+def test_read_without_permission(shared_root: Path) -> None:
     """An unreadable file is a permission error naming it."""
-    skip_as_root()
-    secret = root / "secret.txt"
+    secret = shared_root / "secret.txt"
     secret.write_text("x")
     secret.chmod(0)
-    try:
-        message = await fails(ReadFileTool(root), path="secret.txt")
-    finally:
-        secret.chmod(0o644)
+    message = unprivileged(lambda: fails(ReadFileTool(shared_root), path="secret.txt"))
     assert message == "Cannot read secret.txt: permission denied"
 
 
@@ -451,13 +498,15 @@ async def test_write_refuses_a_directory(root: Path) -> None:
     assert (root / "sub").is_dir()
 
 
-async def test_write_refuses_a_read_only_file(root: Path) -> None:
+def test_write_refuses_a_read_only_file(shared_root: Path) -> None:
     """A file without write permission is not replaced behind its owner's back."""
-    skip_as_root()
-    locked = root / "locked.txt"
+    locked = shared_root / "locked.txt"
     locked.write_text("keep")
     locked.chmod(0o444)
-    message = await fails(WriteFileTool(root), path="locked.txt", content="x")
+    shared_root.chmod(0o777)  # the directory is writable: only the file's mode refuses
+    message = unprivileged(
+        lambda: fails(WriteFileTool(shared_root), path="locked.txt", content="x")
+    )
     assert (message, locked.read_text()) == ("Cannot write locked.txt: permission denied", "keep")
 
 

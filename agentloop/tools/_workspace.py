@@ -73,7 +73,7 @@ class Workspace:
         if not candidate.is_absolute():
             candidate = self.root / candidate
         try:
-            resolved = candidate.resolve()
+            resolved = _resolve(candidate)
         except (OSError, RuntimeError) as error:  # a symlink loop (RuntimeError before 3.13)
             raise ToolError(f"Cannot resolve path '{path}': {error}") from error
         if resolved != self.root and self.root not in resolved.parents:
@@ -90,6 +90,18 @@ class Workspace:
         if path == self.root:
             return "."
         return path.relative_to(self.root).as_posix()
+
+
+def _resolve(path: Path) -> Path:
+    """``path`` with symlinks resolved; a path that does not exist (yet) is allowed.
+
+    Strict first, so that a symlink loop raises on every Python version (since
+    3.13 a non-strict resolve leaves a loop in place instead of raising).
+    """
+    try:
+        return path.resolve(strict=True)
+    except FileNotFoundError:
+        return path.resolve()
 
 
 def as_workspace(value: Workspace | str | os.PathLike[str]) -> Workspace:

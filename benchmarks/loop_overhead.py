@@ -34,6 +34,7 @@ from typing import Any
 
 import jsonschema
 import trio
+from _cli import positive
 
 import agentloop as al
 from agentloop.providers import ScriptedProvider, call, reply
@@ -462,16 +463,6 @@ def parse_turns(text: str) -> list[int]:
     if not values or any(value < 1 for value in values):
         raise argparse.ArgumentTypeError(f"turn counts must be >= 1: {text!r}")
     return sorted(set(values))
-
-
-def positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be >= 1: {text!r}")
-    return value
 
 
 def cli(argv: list[str] | None = None) -> None:

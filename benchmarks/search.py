@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import Any
 
 import trio
+from _cli import positive
 
 import agentloop as al
 from agentloop.tools._listing import ListFilesTool
@@ -114,7 +115,7 @@ def tree_size(root: Path) -> tuple[int, int]:
 
 def main(root: Path, repeat: int) -> None:
     rg = shutil.which("rg")
-    rg_version = "absent"
+    rg_version = "no ripgrep"
     if rg is not None:
         rg_version = subprocess.run(
             [rg, "--version"], capture_output=True, text=True, check=True
@@ -218,16 +219,6 @@ def main(root: Path, repeat: int) -> None:
             f"warning: some medians are more than {NOISE}x their min: the timings are noisy "
             "(was the machine busy?); rerun on an idle machine, or with a larger --repeat"
         )
-
-
-def positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be >= 1: {text!r}")
-    return value
 
 
 def cli(argv: list[str] | None = None) -> None:

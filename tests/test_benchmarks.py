@@ -1,0 +1,77 @@
+"""The benchmark scripts run, on tiny inputs, and check what they measure.
+
+No timing is asserted here (speed is what the scripts print); these tests keep
+the scripts working as the library changes, and check the correctness gates
+they run before timing anything.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+BENCHMARKS = Path(__file__).resolve().parent.parent / "benchmarks"
+
+
+def bench(script: str, *args: str, env: dict[str, str] | None = None) -> list[str]:
+    result = subprocess.run(
+        [sys.executable, str(BENCHMARKS / script), *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        env=env,
+    )
+    assert (result.returncode, result.stderr) == (0, "")
+    return result.stdout.splitlines()
+
+
+def test_loop_overhead() -> None:
+    """Both loops produce the same events per run before they are timed."""
+    lines = bench("loop_overhead.py", "--turns", "2", "--repeat", "1", "--min-turns", "2")
+    assert lines[-1].startswith("overhead: agentloop is")
+    events = next(line for line in lines if line.startswith("events per turn"))
+    counts = events.split(": ", 1)[1]
+    agentloop_counts, hand_counts = counts.split("; ")[0].split(", hand-written ")
+    assert agentloop_counts.removeprefix("agentloop ") == hand_counts
+
+
+def test_sse_decode() -> None:
+    """The generated streams decode and parse back to what was built."""
+    lines = bench("sse_decode.py", "--size", "0.05", "--answer-mb", "0.01", "--repeat", "1")
+    assert "built and checked 6 streams in" in "\n".join(lines)
+    assert any(line.startswith("anthropic mixed ") for line in lines)
+    assert any(line.startswith("openai mixed ") for line in lines)
+
+
+@pytest.mark.parametrize("with_rg", [True, False], ids=["rg", "no-rg"])
+def test_search(tmp_path: Path, with_rg: bool) -> None:
+    """SearchTool's engines agree on a small tree; without rg only Python is timed."""
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "mod.py").write_text(
+        "class A:\n    def __init_subclass__(cls):\n        return super().__init_subclass__()\n"
+    )
+    env = dict(os.environ)
+    if not with_rg:
+        env["PATH"] = str(Path(sys.executable).parent)
+    elif shutil.which("rg") is None:
+        pytest.skip("ripgrep is not installed")
+    lines = bench("search.py", "--path", str(tmp_path), "--repeat", "1", env=env)
+    table = [line for line in lines if " | " in line]
+    variants = sorted({line.split(" | ")[1].strip() for line in table[1:]})
+    if with_rg:
+        assert "both engines give the same output for every pattern" in lines
+        assert variants == [
+            "SearchTool, Python engine",
+            "SearchTool, rg",
+            "rg --json (the tool's command)",
+            "rg -n (plain)",
+        ]
+    else:
+        assert "rg is not on PATH: only the Python engine is timed" in lines
+        assert variants == ["SearchTool, Python engine"]

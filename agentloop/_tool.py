@@ -79,6 +79,8 @@ class ToolContext:
             slows the tool down instead of losing updates.
         on_progress: ``None``, or an async callable taking a line of text; each
             call becomes a ``ProgressMessage`` event.
+        loop_id: The id of the loop running the call (``None`` outside a loop);
+            a tool that starts a child loop gives it as the child's parent.
     """
 
     tool_call_id: str
@@ -86,6 +88,7 @@ class ToolContext:
     cancel_scope: trio.CancelScope
     on_update: UpdateCallback | None = None
     on_progress: ProgressCallback | None = None
+    loop_id: str | None = None
 
     async def update(self, partial: ToolResult) -> None:
         """Report a partial result, if anyone listens. A checkpoint either way."""
@@ -165,13 +168,21 @@ def format_duration(seconds: float) -> str:
 class ToolError(Exception):
     """A tool failed; the model is shown the message and may recover.
 
+    ``details`` and ``child_loop_id`` go on the error result as they would on a
+    :class:`ToolResult`: ``details`` (JSON-compatible) for the application, never
+    sent to the model; ``child_loop_id`` for a tool whose child loop failed.
+
     >>> str(ToolError("disk full"))
     'disk full'
     """
 
-    def __init__(self, message: str) -> None:
+    def __init__(
+        self, message: str, *, details: Any = None, child_loop_id: str | None = None
+    ) -> None:
         super().__init__(message)
         self.message = message
+        self.details = details
+        self.child_loop_id = child_loop_id
 
     def __str__(self) -> str:
         return self.message

@@ -50,6 +50,40 @@ async def test_tool_exceptions_become_error_results(error: Exception, text: str)
     assert await result_texts([Raiser(error)], call("raiser")) == [("error", text)]
 
 
+async def test_a_tool_error_carries_details_and_child_loop_id() -> None:
+    """ToolError(details=..., child_loop_id=...) reaches the end event and the history."""
+    error = al.ToolError("child failed", details={"turns": 3}, child_loop_id="kid.1")
+    agent = al.Agent(ScriptedProvider([reply(call("raiser")), reply("ok")]), tools=[Raiser(error)])
+    recorder = await run_recorded(agent, "go")
+    (end,) = recorder.of_type(al.ToolExecutionEnd)
+    expected = al.ToolResult(
+        (al.TextContent("child failed"),), details={"turns": 3}, child_loop_id="kid.1"
+    )
+    assert (end.result, end.is_error, end.child_loop_id) == (expected, True, "kid.1")
+    (result,) = [m for m in agent.messages if isinstance(m, al.ToolResultMessage)]
+    assert (result.text, result.is_error, result.child_loop_id) == ("child failed", True, "kid.1")
+
+
+async def test_the_context_names_the_running_loop() -> None:
+    """ToolContext.loop_id is the id of the loop that runs the call."""
+    seen: list[str | None] = []
+
+    class Where:
+        name, label, description = "where", "Where", "Where am I?"
+        parameters_schema = ANY_SCHEMA
+
+        async def execute(self, params: dict[str, Any], ctx: al.ToolContext) -> al.ToolResult:
+            seen.append(ctx.loop_id)
+            await trio.lowlevel.checkpoint()
+            return al.ToolResult.text("here")
+
+    agent = al.Agent(
+        ScriptedProvider([reply(call("where")), reply("ok")]), tools=[Where()], agent_id="a"
+    )
+    await agent.run("go")
+    assert seen == ["a.1"]
+
+
 async def test_unknown_tool_is_an_error_result_with_events() -> None:
     """Calling a tool that does not exist: Start, End with the error, and the run goes on."""
     agent = al.Agent(ScriptedProvider([reply(call("ghost", {"a": 1})), reply("ok")]))

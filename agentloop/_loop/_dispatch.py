@@ -48,7 +48,14 @@ from .._tool import (
     ToolResult,
     ToolTimeout,
 )
-from .._types import AssistantMessage, StopReason, ToolCall, ToolResultMessage, UserMessage
+from .._types import (
+    AssistantMessage,
+    StopReason,
+    TextContent,
+    ToolCall,
+    ToolResultMessage,
+    UserMessage,
+)
 from .._util import HookFailure, single_leaf
 from ..providers import ToolDefinition
 from ._config import call_hook
@@ -359,7 +366,7 @@ async def _execute(run: Run, state: CallState, entry: _Entry) -> None:
             )
         )
 
-    ctx = ToolContext(call.id, call.name, scope, on_update, on_progress)
+    ctx = ToolContext(call.id, call.name, scope, on_update, on_progress, run.loop_id)
     result: ToolResult | None = None
     error: BaseException | None = None
     try:
@@ -377,9 +384,16 @@ async def _execute(run: Run, state: CallState, entry: _Entry) -> None:
             f"Tool {call.name!r} returned {type(result).__name__}, expected a ToolResult"
         )
     if error is not None:
-        if not isinstance(error, ToolError):
+        if isinstance(error, ToolError):
+            failure = ToolResult(
+                (TextContent(str(error)),),
+                details=error.details,
+                child_loop_id=error.child_loop_id,
+            )
+        else:
             log.debug("tool %r raised", call.name, exc_info=error)
-        await _end(run, state, ToolResult.text(describe_exception(error)), True)
+            failure = ToolResult.text(describe_exception(error))
+        await _end(run, state, failure, True)
     else:
         assert isinstance(result, ToolResult)
         await _end(run, state, result, False)

@@ -16,10 +16,24 @@ Names are imported from here; providers live in :mod:`agentloop.providers`.
 from ._agent import Agent as Agent
 from ._agent import QueueMode as QueueMode
 from ._context import AgentContext as AgentContext
+from ._context import CompactionConfig as CompactionConfig
+from ._context import EntryState as EntryState
+from ._context import InrunEntry as InrunEntry
+from ._context import LLMSummarizer as LLMSummarizer
 from ._context import MessageView as MessageView
+from ._context import PrunQueue as PrunQueue
+from ._context import PrunRequest as PrunRequest
+from ._context import Summarizer as Summarizer
+from ._context import TokenEstimator as TokenEstimator
+from ._context import estimate_text_tokens as estimate_text_tokens
+from ._context import estimate_tokens as estimate_tokens
+from ._context import summarize_exchanges as summarize_exchanges
 from ._events import AgentEnd as AgentEnd
 from ._events import AgentEvent as AgentEvent
 from ._events import AgentStart as AgentStart
+from ._events import CompactionEnded as CompactionEnded
+from ._events import CompactionRecord as CompactionRecord
+from ._events import CompactionStarted as CompactionStarted
 from ._events import MessageEnd as MessageEnd
 from ._events import MessageStart as MessageStart
 from ._events import MessageUpdate as MessageUpdate
@@ -87,12 +101,19 @@ __all__ = [
     "Approver",
     "AssistantMessage",
     "Batched",
+    "CompactionConfig",
+    "CompactionEnded",
+    "CompactionRecord",
+    "CompactionStarted",
     "Content",
+    "EntryState",
     "ExecutionLimits",
     "ExecutionStrategy",
     "FunctionTool",
     "ImageContent",
+    "InrunEntry",
     "InvalidArgs",
+    "LLMSummarizer",
     "Message",
     "MessageEnd",
     "MessageSource",
@@ -106,17 +127,21 @@ __all__ = [
     "ProgressCallback",
     "ProgressMessage",
     "PrunApplied",
+    "PrunQueue",
     "PrunRecord",
+    "PrunRequest",
     "QueueMode",
     "Sequential",
     "StopReason",
     "StreamDelta",
     "StreamRestart",
+    "Summarizer",
     "TextContent",
     "TextDelta",
     "ThinkingContent",
     "ThinkingDelta",
     "ThinkingLevel",
+    "TokenEstimator",
     "ToolCall",
     "ToolCallDelta",
     "ToolCancelled",
@@ -137,5 +162,8 @@ __all__ = [
     "__version__",
     "agent_loop",
     "agent_loop_continue",
+    "estimate_text_tokens",
+    "estimate_tokens",
+    "summarize_exchanges",
     "tool",
 ]

@@ -10,14 +10,22 @@ from contextlib import AbstractAsyncContextManager, asynccontextmanager
 
 import trio
 
-from ._context import AgentContext
+from ._context import (
+    AgentContext,
+    CompactionConfig,
+    TokenEstimator,
+    context_window_of,
+    estimate_tokens,
+)
 from ._events import AgentEnd, AgentEvent
 from ._loop._config import (
+    AfterCompactionHook,
     AfterLoopHook,
     AfterToolHook,
     AfterTurnHook,
     AfterUpdateHook,
     AgentLoopConfig,
+    BeforeCompactionHook,
     BeforeLoopHook,
     BeforeToolHook,
     BeforeTurnHook,
@@ -26,7 +34,7 @@ from ._loop._config import (
     OnErrorHook,
 )
 from ._loop._dispatch import ToolRegistry
-from ._loop._run import Run, _user_messages
+from ._loop._run import Run, _user_messages, prun_queue_of
 from ._permissions import Permissions
 from ._tool import AgentTool, ExecutionStrategy, Parallel
 from ._types import Message, UserMessage
@@ -66,18 +74,24 @@ class Agent:
         tools: The tools the model may call; names must be unique.
         messages: A history to start from.
         strategy, tool_timeout, limits, max_tokens, temperature, thinking_level,
-        permissions: As in :class:`AgentLoopConfig`.
+        permissions, compaction: As in :class:`AgentLoopConfig`.
+        prun: Add the ``prun`` and ``prun_with_memo`` tools (sharing one queue),
+            so the model can trim its own recent context.
+        token_estimator: How prun and compaction count tokens.
         steering_mode, follow_up_mode: How many queued messages each poll takes.
         before_loop, after_loop, before_turn, after_turn, on_error,
         before_tool_execution, after_tool_execution,
-        before_tool_execution_update, after_tool_execution_update: Hooks, as
-            in :class:`AgentLoopConfig`.
+        before_tool_execution_update, after_tool_execution_update,
+        before_compaction_start, after_compaction_end: Hooks, as in
+            :class:`AgentLoopConfig`.
         event_buffer_size: How many events may wait for the consumer before
             the loop waits for it.
         agent_id: Names the agent in loop ids (``"<agent_id>.<run number>"``).
 
     Raises:
-        ValueError, TypeError: a tool is invalid or two tools share a name.
+        ValueError, TypeError: a tool is invalid or two tools share a name,
+            prun tools do not share one queue, or compaction is set and the
+            model's context window is unknown.
     """
 
     def __init__(
@@ -94,6 +108,9 @@ class Agent:
         temperature: float | None = None,
         thinking_level: ThinkingLevel = ThinkingLevel.OFF,
         permissions: Permissions | None = None,
+        prun: bool = False,
+        compaction: CompactionConfig | None = None,
+        token_estimator: TokenEstimator = estimate_tokens,
         steering_mode: QueueMode = QueueMode.ONE_AT_A_TIME,
         follow_up_mode: QueueMode = QueueMode.ONE_AT_A_TIME,
         before_loop: BeforeLoopHook | None = None,
@@ -105,14 +122,23 @@ class Agent:
         after_tool_execution: AfterToolHook | None = None,
         before_tool_execution_update: BeforeUpdateHook | None = None,
         after_tool_execution_update: AfterUpdateHook | None = None,
+        before_compaction_start: BeforeCompactionHook | None = None,
+        after_compaction_end: AfterCompactionHook | None = None,
         event_buffer_size: int = 16,
         agent_id: str | None = None,
     ) -> None:
         if event_buffer_size < 0:
             raise ValueError(f"event_buffer_size must be >= 0, got {event_buffer_size}")
         tools = tuple(tools)
+        if prun:
+            from .tools._prun import prun_tools
+
+            tools += tuple(prun_tools())
         ToolRegistry(tools)  # fail now, not at the first prompt
-        self._context = AgentContext(system_prompt, messages, tools)
+        prun_queue_of(tools)
+        self._context = AgentContext(
+            system_prompt, messages, tools, token_estimator=token_estimator
+        )
         self.config = AgentLoopConfig(
             provider=provider,
             strategy=Parallel() if strategy is None else strategy,
@@ -133,7 +159,12 @@ class Agent:
             after_tool_execution=after_tool_execution,
             before_tool_execution_update=before_tool_execution_update,
             after_tool_execution_update=after_tool_execution_update,
+            compaction=compaction,
+            before_compaction_start=before_compaction_start,
+            after_compaction_end=after_compaction_end,
         )
+        if compaction is not None:
+            context_window_of(compaction, provider)  # fail now, not at the first prompt
         self.steering_mode = steering_mode
         self.follow_up_mode = follow_up_mode
         self.agent_id = agent_id or uuid.uuid4().hex[:12]
@@ -183,6 +214,7 @@ class Agent:
         self._check_idle("change the tools")
         tools = tuple(value)
         ToolRegistry(tools)
+        prun_queue_of(tools)
         self._context.tools = tools
 
     @property
@@ -251,7 +283,7 @@ class Agent:
     def reset(self) -> None:
         """Forget the history and the queues."""
         self._check_idle("reset")
-        self._context.messages = []
+        self._context.reset()
         self.clear_queues()
 
     # ----------------------------------------------------------------- running

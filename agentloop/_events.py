@@ -24,6 +24,9 @@ __all__ = [
     "AgentEnd",
     "AgentEvent",
     "AgentStart",
+    "CompactionEnded",
+    "CompactionRecord",
+    "CompactionStarted",
     "MessageEnd",
     "MessageStart",
     "MessageUpdate",
@@ -255,4 +258,59 @@ class PrunApplied(AgentEvent):
 
     record: PrunRecord
     messages_removed: int
+    timestamp: int = attrs.field(factory=now_ms)
+
+
+def _timestamps(value: Any) -> tuple[int, ...]:
+    return tuple(value)
+
+
+@attrs.frozen(kw_only=True)
+class CompactionRecord:
+    """What one compaction changed in the working context, by message timestamp.
+
+    Attributes:
+        truncated_timestamps: Tool results whose text was cut to its first and
+            last lines (at most ``tool_output_max_lines`` lines and
+            ``tool_output_max_chars`` characters per block).
+        removed_timestamps: Messages taken out of the working context.
+        note: The text that stands where the removed messages were (after the
+            last of them): a summary, a notice, or both. ``None``: nothing does.
+    """
+
+    truncated_timestamps: tuple[int, ...] = attrs.field(default=(), converter=_timestamps)
+    tool_output_max_lines: int = 50
+    tool_output_max_chars: int = 5000
+    removed_timestamps: tuple[int, ...] = attrs.field(default=(), converter=_timestamps)
+    note: str | None = None
+
+
+@attrs.frozen(kw_only=True)
+class CompactionStarted(AgentEvent):
+    """The working context passed its threshold; compaction begins.
+
+    ``estimated_tokens`` is the estimate of the whole request (system prompt,
+    tools and messages), ``message_count`` the messages in the working context.
+    """
+
+    estimated_tokens: int
+    message_count: int
+    context_window: int
+    timestamp: int = attrs.field(factory=now_ms)
+
+
+@attrs.frozen(kw_only=True)
+class CompactionEnded(AgentEvent):
+    """Compaction is done; ``record`` says what changed.
+
+    ``summary_error`` is set when the summarizer failed and the built-in
+    summary was used instead.
+    """
+
+    record: CompactionRecord
+    messages_before: int
+    messages_after: int
+    estimated_tokens_before: int
+    estimated_tokens_after: int
+    summary_error: str | None = None
     timestamp: int = attrs.field(factory=now_ms)

@@ -108,6 +108,21 @@ prun_records = st.builds(
     memo=optional_texts,
 )
 
+compaction_records = st.builds(
+    al.CompactionRecord,
+    truncated_timestamps=st.lists(timestamps, max_size=_MAX_ITEMS).map(tuple),
+    tool_output_max_lines=st.integers(min_value=3, max_value=10_000),
+    tool_output_max_chars=st.integers(min_value=200, max_value=10**6),
+    removed_timestamps=st.lists(timestamps, max_size=_MAX_ITEMS).map(tuple),
+    note=optional_texts,
+)
+prun_requests = st.builds(
+    al.PrunRequest,
+    tokens=st.integers(min_value=1, max_value=10**9),
+    memo=optional_texts,
+    tool_call_id=optional_texts,
+)
+
 _optional_positive_ints = st.none() | st.integers(min_value=1)
 _optional_positive_floats = st.none() | st.floats(
     min_value=0, exclude_min=True, allow_infinity=False
@@ -186,6 +201,19 @@ def stream_deltas() -> SearchStrategy[al.StreamDelta]:
 
 # --------------------------------------------------------------------------- events
 
+
+def inrun_entries() -> SearchStrategy[al.InrunEntry]:
+    """An in-run entry: a message, its state, maybe a shortened form and a note."""
+    return st.builds(
+        al.InrunEntry,
+        message=messages(),
+        state=st.sampled_from(al.EntryState),
+        shown=st.none() | messages(),
+        note=optional_texts,
+        span=counts,
+    )
+
+
 _loop = {"loop_id": ids}
 
 agent_events: dict[type[al.AgentEvent], SearchStrategy[Any]] = {
@@ -236,6 +264,25 @@ agent_events: dict[type[al.AgentEvent], SearchStrategy[Any]] = {
     al.ProgressMessage: st.builds(
         al.ProgressMessage, **_loop, tool_call_id=ids, tool_name=ids, text=texts
     ),
+    al.CompactionStarted: st.builds(
+        al.CompactionStarted,
+        **_loop,
+        estimated_tokens=counts,
+        message_count=counts,
+        context_window=counts,
+        timestamp=timestamps,
+    ),
+    al.CompactionEnded: st.builds(
+        al.CompactionEnded,
+        **_loop,
+        record=compaction_records,
+        messages_before=counts,
+        messages_after=counts,
+        estimated_tokens_before=counts,
+        estimated_tokens_after=counts,
+        summary_error=optional_texts,
+        timestamp=timestamps,
+    ),
     al.PrunApplied: st.builds(
         al.PrunApplied,
         **_loop,
@@ -284,6 +331,9 @@ STRATEGIES: dict[type, SearchStrategy[Any]] = {
     al.StopReason: stop_reasons,
     al.ToolResult: tool_results(),
     al.PrunRecord: prun_records,
+    al.PrunRequest: prun_requests,
+    al.CompactionRecord: compaction_records,
+    al.InrunEntry: inrun_entries(),
     al.TextDelta: text_deltas,
     al.ThinkingDelta: thinking_deltas,
     al.ToolCallDelta: tool_call_deltas,

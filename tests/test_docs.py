@@ -305,6 +305,21 @@ def entry_names(section: str) -> set[str]:
     return names
 
 
+LIST_ENTRY = re.compile(r"^- (?P<spans>`[^`]+`(?:,\s*`[^`]+`)*)(?P<after>.*)$", re.MULTILINE)
+
+
+def test_api_entries_break_after_their_signature() -> None:
+    """A list entry's signature ends its line with a backslash, so the description
+    starts on a line of its own (a lost backslash joins them into one paragraph)."""
+    text = "\n".join(prose(API_PAGE))
+    joined = [
+        entry["spans"][:60]
+        for entry in LIST_ENTRY.finditer(text)
+        if entry["after"] and entry["after"] != "\\" and not entry["after"].startswith(":")
+    ]
+    assert joined == []
+
+
 @pytest.mark.parametrize("module", API_MODULES, ids=lambda module: module.__name__)
 def test_api_page_lists_every_public_name(module: Any) -> None:
     """Every name in the module's __all__ has an entry in its section of docs/api.md."""

@@ -21,6 +21,7 @@ from agentloop.serialization import DeserializationError, from_dict, from_json, 
 NOT_VALUES = {
     "AgentContext",
     "AgentLoopConfig",
+    "CompactionConfig",  # holds the summarizer function
     "FunctionTool",
     "Permissions",  # holds the approver function
     "ToolContext",

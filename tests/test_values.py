@@ -23,12 +23,19 @@ EXPECTED_ALL = [
     "Approver",
     "AssistantMessage",
     "Batched",
+    "CompactionConfig",
+    "CompactionEnded",
+    "CompactionRecord",
+    "CompactionStarted",
     "Content",
+    "EntryState",
     "ExecutionLimits",
     "ExecutionStrategy",
     "FunctionTool",
     "ImageContent",
+    "InrunEntry",
     "InvalidArgs",
+    "LLMSummarizer",
     "Message",
     "MessageEnd",
     "MessageSource",
@@ -42,17 +49,21 @@ EXPECTED_ALL = [
     "ProgressCallback",
     "ProgressMessage",
     "PrunApplied",
+    "PrunQueue",
     "PrunRecord",
+    "PrunRequest",
     "QueueMode",
     "Sequential",
     "StopReason",
     "StreamDelta",
     "StreamRestart",
+    "Summarizer",
     "TextContent",
     "TextDelta",
     "ThinkingContent",
     "ThinkingDelta",
     "ThinkingLevel",
+    "TokenEstimator",
     "ToolCall",
     "ToolCallDelta",
     "ToolCancelled",
@@ -73,6 +84,9 @@ EXPECTED_ALL = [
     "__version__",
     "agent_loop",
     "agent_loop_continue",
+    "estimate_text_tokens",
+    "estimate_tokens",
+    "summarize_exchanges",
     "tool",
 ]
 
@@ -162,7 +176,7 @@ def test_error_texts(error: al.ToolError, text: str) -> None:
 
 def test_context_timestamps_strictly_increase_within_one_millisecond(monkeypatch: Any) -> None:
     """Messages stamped in the same millisecond still get increasing timestamps."""
-    monkeypatch.setattr("agentloop._context.now_ms", lambda: 1000)
+    monkeypatch.setattr("agentloop._context._streams.now_ms", lambda: 1000)
     context = AgentContext()
     stamped = [context.stamp(al.UserMessage(("x",), timestamp=1000)) for _ in range(3)]  # type: ignore[arg-type]
     assert [m.timestamp for m in stamped] == [1000, 1001, 1002]

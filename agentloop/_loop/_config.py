@@ -8,17 +8,20 @@ from typing import Any, TypeAlias, TypeVar
 
 import attrs
 
+from .._context import CompactionConfig
 from .._permissions import Permissions
 from .._tool import ExecutionStrategy, Parallel
 from .._types import Message, Usage, UserMessage
 from ..providers import Provider, ThinkingLevel
 
 __all__ = [
+    "AfterCompactionHook",
     "AfterLoopHook",
     "AfterToolHook",
     "AfterTurnHook",
     "AfterUpdateHook",
     "AgentLoopConfig",
+    "BeforeCompactionHook",
     "BeforeLoopHook",
     "BeforeToolHook",
     "BeforeTurnHook",
@@ -42,6 +45,8 @@ BeforeToolHook: TypeAlias = Callable[
 AfterToolHook: TypeAlias = Callable[[str, str, bool], Awaitable[None] | None]
 BeforeUpdateHook: TypeAlias = Callable[[str, str, str], Awaitable[bool | None] | bool | None]
 AfterUpdateHook: TypeAlias = Callable[[str, str, str], Awaitable[None] | None]
+BeforeCompactionHook: TypeAlias = Callable[[int, int], Awaitable[bool | None] | bool | None]
+AfterCompactionHook: TypeAlias = Callable[[int, int], Awaitable[None] | None]
 #: Steering and follow-up sources: called when the loop polls; return the messages to inject.
 MessageSource: TypeAlias = Callable[[], Sequence[UserMessage] | Awaitable[Sequence[UserMessage]]]
 
@@ -123,6 +128,12 @@ class AgentLoopConfig:
         before_tool_execution_update(name, call_id, text): Before each
             ``ToolExecutionUpdate``; ``False`` suppresses that event only.
         after_tool_execution_update(name, call_id, text): After each update sent.
+        compaction: When and how to compact the working context before a
+            turn; ``None``: never.
+        before_compaction_start(estimated_tokens, message_count): Before a
+            compaction; ``False`` skips it (this turn).
+        after_compaction_end(tokens_before, tokens_after): After
+            ``CompactionEnded``.
     """
 
     provider: Provider
@@ -144,3 +155,6 @@ class AgentLoopConfig:
     after_tool_execution: AfterToolHook | None = None
     before_tool_execution_update: BeforeUpdateHook | None = None
     after_tool_execution_update: AfterUpdateHook | None = None
+    compaction: CompactionConfig | None = None
+    before_compaction_start: BeforeCompactionHook | None = None
+    after_compaction_end: AfterCompactionHook | None = None

@@ -2,20 +2,24 @@
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections.abc import Iterable, Sequence
 
 import attrs
 import trio
 
-from .._context import AgentContext
+from .._context import AgentContext, PrunQueue, compact, context_window_of
 from .._events import (
     AgentEnd,
     AgentEvent,
     AgentStart,
+    CompactionEnded,
+    CompactionStarted,
     MessageEnd,
     MessageStart,
     MessageUpdate,
+    PrunApplied,
     StreamDelta,
     ToolExecutionEnd,
     ToolExecutionStart,
@@ -88,6 +92,21 @@ def _with_unique_call_ids(message: AssistantMessage, loop_id: str, turn: int) ->
     return attrs.evolve(message, content=tuple(content))
 
 
+def prun_queue_of(tools: Iterable[object]) -> PrunQueue | None:
+    """The queue the run's prun tools share, if it has any; ValueError if they share none."""
+    queues: dict[int, PrunQueue] = {}
+    for tool in tools:
+        queue = getattr(tool, "prun_queue", None)
+        if isinstance(queue, PrunQueue):
+            queues[id(queue)] = queue
+    if len(queues) > 1:
+        raise ValueError(
+            "the prun tools must share one PrunQueue (build them with "
+            "agentloop.tools.prun_tools()), so that their requests keep their order"
+        )
+    return next(iter(queues.values()), None)
+
+
 class Run:
     """One run of the loop over a context. Internal: use agent_loop or Agent."""
 
@@ -104,6 +123,12 @@ class Run:
         self.context = context
         self.config = config
         self.registry = ToolRegistry(context.tools)
+        self.prun_queue = prun_queue_of(context.tools)
+        self.context_window = (
+            0
+            if config.compaction is None
+            else context_window_of(config.compaction, config.provider)
+        )
         self.loop_id = loop_id or uuid.uuid4().hex
         self.parent_loop_id = parent_loop_id
         self.abort_scope = abort_scope if abort_scope is not None else trio.CancelScope()
@@ -229,6 +254,7 @@ class Run:
                 turn = self.turn = Turn(self._turn_index)
                 self._turn_index += 1
                 await self._inject()
+                await self._maybe_compact()
                 assistant = await self._stream(turn)
                 if assistant.stop_reason in _FAILED_STOPS:
                     self._turns_done += 1
@@ -241,6 +267,7 @@ class Run:
                 calls = assistant.tool_calls
                 if calls:
                     await execute_tool_calls(self, turn, self.poll_steering)
+                    await self._settle_owed(*self._apply_pruns(turn))
                 self._turns_done += 1
                 self.usage += assistant.usage
                 self._tokens_used += assistant.usage.input + assistant.usage.output
@@ -284,7 +311,7 @@ class Run:
         partial = PartialMessage()
         request = ModelRequest(
             system_prompt=self.context.system_prompt,
-            messages=self.context.view(),
+            messages=self.context.working_context(),
             tools=self.registry.definitions,
             max_tokens=config.max_tokens,
             temperature=config.temperature,
@@ -317,6 +344,75 @@ class Run:
         turn.assistant, turn.assistant_appended = assistant, True
         await self._settle_owed(MessageEnd(loop_id=loop_id, message=assistant))
         return assistant
+
+    # ----------------------------------------------------------------- context
+
+    def _apply_pruns(self, turn: Turn) -> list[AgentEvent | AfterHookCall]:
+        """Apply the waiting prun requests, in order; return their events. Synchronous."""
+        if self.prun_queue is None:
+            return []
+        events: list[AgentEvent | AfterHookCall] = []
+        order = {state.call.id: position for position, state in enumerate(turn.calls)}
+        requests = self.prun_queue.take_all()  # calls may finish in any order: use the model's
+        requests.sort(key=lambda request: order.get(request.tool_call_id or "", len(order)))
+        for request in requests:
+            record = self.context.prun(request, keep=turn.assistant)
+            events.append(
+                PrunApplied(
+                    loop_id=self.loop_id,
+                    record=record,
+                    messages_removed=len(record.pruned_timestamps),
+                )
+            )
+        return events
+
+    def _overhead(self) -> int:
+        """Estimated tokens of the request besides its messages: system prompt and tools."""
+        definitions = [
+            {"name": d.name, "description": d.description, "parameters": d.parameters}
+            for d in self.registry.definitions
+        ]
+        text = self.context.system_prompt + json.dumps(definitions, ensure_ascii=False)
+        return self.context.token_estimator(UserMessage.text(text))
+
+    async def _maybe_compact(self) -> None:
+        compaction = self.config.compaction
+        if compaction is None:
+            return
+        overhead = self._overhead()
+        estimated = overhead + self.context.working_tokens()
+        if estimated <= compaction.threshold * self.context_window:
+            return
+        count = len(self.context.working_context())
+        hook = self.config.before_compaction_start
+        if hook is not None and await call_hook(hook, estimated, count) is False:
+            return
+        await self.emit(
+            CompactionStarted(
+                loop_id=self.loop_id,
+                estimated_tokens=estimated,
+                message_count=count,
+                context_window=self.context_window,
+            )
+        )
+        outcome = await compact(
+            self.context, compaction, provider=self.config.provider, overhead=overhead
+        )
+        await self._settle_owed(
+            CompactionEnded(
+                loop_id=self.loop_id,
+                record=outcome.record,
+                messages_before=outcome.messages_before,
+                messages_after=outcome.messages_after,
+                estimated_tokens_before=outcome.tokens_before,
+                estimated_tokens_after=outcome.tokens_after,
+                summary_error=outcome.summary_error,
+            )
+        )
+        if self.config.after_compaction_end is not None:
+            await call_hook(
+                self.config.after_compaction_end, outcome.tokens_before, outcome.tokens_after
+            )
 
     async def _end_turn(self, turn: Turn) -> None:
         assert turn.assistant is not None
@@ -442,16 +538,17 @@ class Run:
                     MessageStart(loop_id=loop_id, message=message),
                     MessageEnd(loop_id=loop_id, message=message),
                 ]
+        events += self._apply_pruns(turn)
         self.turn = None
         events.append(self._turn_end(turn))
         return events
 
     def _replace(self, old: Message, new: Message) -> None:
-        for history in (self.context.messages, self.new_messages):
-            for position in range(len(history) - 1, -1, -1):
-                if history[position] is old:
-                    history[position] = new
-                    break
+        self.context.replace(old, new)
+        for position in range(len(self.new_messages) - 1, -1, -1):
+            if self.new_messages[position] is old:
+                self.new_messages[position] = new
+                break
 
 
 async def _drive(run: Run, prompts: Sequence[UserMessage]) -> tuple[Message, ...]:

@@ -1,4 +1,5 @@
-"""Built-in tools: a shell, files, edits, listing and search, confined to one directory."""
+"""Built-in tools: a shell, files, edits, listing and search (confined to one directory),
+and the prun tools."""
 
 from ._bash import DEFAULT_DENY as DEFAULT_DENY
 from ._bash import DEFAULT_ENV_DENY as DEFAULT_ENV_DENY
@@ -9,6 +10,8 @@ from ._files import ReadFileTool as ReadFileTool
 from ._files import WriteFileTool as WriteFileTool
 from ._files import atomic_write as atomic_write
 from ._listing import ListFilesTool as ListFilesTool
+from ._prun import PrunTool as PrunTool
+from ._prun import prun_tools as prun_tools
 from ._search import SearchTool as SearchTool
 from ._workspace import SKIP_DIRS as SKIP_DIRS
 from ._workspace import Workspace as Workspace
@@ -20,10 +23,12 @@ __all__ = [
     "BashTool",
     "EditFileTool",
     "ListFilesTool",
+    "PrunTool",
     "ReadFileTool",
     "SearchTool",
     "Workspace",
     "WriteFileTool",
     "atomic_write",
     "default_tools",
+    "prun_tools",
 ]

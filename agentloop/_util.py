@@ -33,12 +33,14 @@ def leaves(error: BaseException) -> Iterator[BaseException]:
         yield error
 
 
-def single_leaf(error: BaseException) -> BaseException | None:
+def single_leaf(error: BaseException, *, unwrap_hooks: bool = True) -> BaseException | None:
     """The one exception a group stands for, or ``None`` if it holds several.
 
     ``Cancelled`` leaves are ignored when another exception is present (trio's
     cancellation is level-triggered: it is raised again at the next checkpoint).
-    A ``KeyboardInterrupt`` or ``SystemExit`` anywhere wins.
+    A ``KeyboardInterrupt`` or ``SystemExit`` anywhere wins. A
+    :class:`HookFailure` gives the hook's error, unless ``unwrap_hooks`` is false
+    (for code between a hook and the loop's tool gate, which must see it wrapped).
     """
     found = list(leaves(error))
     for leaf in found:
@@ -51,15 +53,19 @@ def single_leaf(error: BaseException) -> BaseException | None:
         leaf = found[0]
     else:
         return None
-    return leaf.error if isinstance(leaf, HookFailure) else leaf
+    return leaf.error if unwrap_hooks and isinstance(leaf, HookFailure) else leaf
 
 
-def raise_single(error: BaseException) -> NoReturn:
+def raise_single(error: BaseException, *, unwrap_hooks: bool = True) -> NoReturn:
     """Raise what ``error`` stands for: its single leaf if it has one, else itself.
 
-    The leaf keeps its own traceback, cause and context.
+    The leaf keeps its own traceback, cause and context. ``unwrap_hooks`` is as
+    for :func:`single_leaf`.
     """
-    leaf = single_leaf(error) if isinstance(error, BaseExceptionGroup | HookFailure) else error
+    unwrap = isinstance(error, BaseExceptionGroup) or (
+        unwrap_hooks and isinstance(error, HookFailure)
+    )
+    leaf = single_leaf(error, unwrap_hooks=unwrap_hooks) if unwrap else error
     if leaf is None:
         raise error
     cause, context, suppress = leaf.__cause__, leaf.__context__, leaf.__suppress_context__

@@ -1,5 +1,5 @@
 """Built-in tools: a shell, files, edits, listing and search (confined to one directory),
-and the prun tools."""
+the prun tools, and sub-agents."""
 
 from ._bash import DEFAULT_DENY as DEFAULT_DENY
 from ._bash import DEFAULT_ENV_DENY as DEFAULT_ENV_DENY
@@ -13,6 +13,7 @@ from ._listing import ListFilesTool as ListFilesTool
 from ._prun import PrunTool as PrunTool
 from ._prun import prun_tools as prun_tools
 from ._search import SearchTool as SearchTool
+from ._sub_agent import SubAgentTool as SubAgentTool
 from ._workspace import SKIP_DIRS as SKIP_DIRS
 from ._workspace import Workspace as Workspace
 
@@ -26,6 +27,7 @@ __all__ = [
     "PrunTool",
     "ReadFileTool",
     "SearchTool",
+    "SubAgentTool",
     "Workspace",
     "WriteFileTool",
     "atomic_write",

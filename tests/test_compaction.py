@@ -367,3 +367,43 @@ async def test_compaction_runs_before_a_later_turn_too() -> None:
     ]
     assert model.requests[3].messages[5].text == output(200)
     assert model.requests[4].messages[:6] == model.requests[3].messages
+
+
+async def test_the_models_own_count_triggers_and_calibrates_compaction() -> None:
+    """After a request, the model's reported prompt size (plus estimates of what came
+    after) is the gauge: here the estimate alone would never reach the threshold."""
+
+    @al.tool
+    async def read(n: int) -> str:
+        """Read part n."""
+        return output(30)
+
+    from agentloop.providers import call
+
+    big = al.Usage(input=1000, cache_read=500, cache_write=200, output=10)
+    model = ScriptedProvider(
+        [
+            reply(call("read", {"n": 1}, id="c1"), usage=big),
+            reply(call("read", {"n": 2}, id="c2")),
+            reply("done"),
+        ]
+    )
+    agent = al.Agent(model, tools=[read], compaction=CONFIG)
+    recorder = await run_recorded(agent, "go")
+    (started,) = recorder.of_type(al.CompactionStarted)
+    after_first = sum(al.estimate_tokens(m) for m in agent.messages[1:3])  # its reply, result
+    assert started.estimated_tokens == 1700 + after_first  # input + cache read + write
+    assert sum(al.estimate_tokens(m) for m in agent.messages[:3]) < 0.8 * 2000
+    turns = [
+        e.turn_index if isinstance(e, al.TurnStart) else type(e).__name__
+        for e in recorder.events
+        if isinstance(e, al.TurnStart | al.CompactionStarted)
+    ]
+    assert turns == [0, 1, "CompactionStarted", 2]
+    (ended,) = recorder.of_type(al.CompactionEnded)
+    assert ended.estimated_tokens_before == started.estimated_tokens
+    # Truncating the one output shrinks the model's count by the share it shrinks the
+    # estimate: from 1807 to 1118, below the target of 1200.
+    assert ended.record.truncated_timestamps == (agent.messages[2].timestamp,)
+    assert (ended.estimated_tokens_before, ended.estimated_tokens_after) == (1807, 1118)
+    assert_well_formed(model.requests[1].messages)

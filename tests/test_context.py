@@ -259,3 +259,17 @@ def test_unknown_timestamps_in_a_record_are_ignored() -> None:
     context = al.AgentContext(messages=history())
     context.apply_record(al.PrunRecord(pruned_timestamps=(1, 2), tokens_removed=5))
     assert context.working_context() == history()
+
+
+def test_measured_tokens_add_estimates_to_the_models_count() -> None:
+    """The model's count for a request, plus estimates of what came after; None once the
+    working context was rebuilt (the count no longer describes a prefix of it)."""
+    log = history()
+    context = al.AgentContext(messages=log[:5])
+    sent = context.working_context()
+    for message in log[5:]:
+        context.append(message)
+    later = sum(al.estimate_tokens(m) for m in log[5:])
+    assert context.measured_tokens(sent, 1000) == 1000 + later
+    context.prun(PrunRequest(1), keep=log[-1])
+    assert context.measured_tokens(sent, 1000) is None

@@ -329,23 +329,34 @@ async def _summarize(
 
 
 async def compact(
-    context: AgentContext, config: CompactionConfig, *, provider: Provider, overhead: int
+    context: AgentContext,
+    config: CompactionConfig,
+    *,
+    provider: Provider,
+    overhead: int,
+    measured: int | None = None,
 ) -> CompactionOutcome:
     """Compact ``context``'s working context toward ``config.target`` of the window.
 
     ``overhead`` is the estimated tokens of the rest of the request (system
-    prompt, tool definitions). Changes are made all at once, after the
+    prompt, tool definitions). ``measured``, if known, is the request's size
+    as the model counts it (see :meth:`AgentContext.measured_tokens`): the
+    estimates are then scaled to it. Changes are made all at once, after the
     summary is written: cancelled while summarising, the context is unchanged.
 
     Raises:
         ValueError: the context window is unknown (see :func:`context_window_of`).
     """
     window = context_window_of(config, provider)
-    target = int(config.target * window)
     estimate = context.token_estimator
     entries = context._entries
     messages_before = len(context.working_context())
-    tokens_before = total = overhead + context.working_tokens()
+    total = overhead + context.working_tokens()
+    # The model's own count, when known, calibrates the estimates: target and the
+    # reported sizes are in its units, the arithmetic below in the estimator's.
+    scale = total / measured if measured else 1.0
+    target = int(config.target * window * scale)
+    tokens_before = measured if measured else total
 
     groups = context._live_exchanges()
     first_end = min(config.keep_first, len(groups))
@@ -430,6 +441,6 @@ async def compact(
         messages_before=messages_before,
         messages_after=len(context.working_context()),
         tokens_before=tokens_before,
-        tokens_after=overhead + context.working_tokens(),
+        tokens_after=round((overhead + context.working_tokens()) / scale),
         summary_error=summary_error,
     )

@@ -254,6 +254,19 @@ class AgentContext:
         self._counted = (working, len(working), total)
         return total
 
+    def measured_tokens(self, sent: MessageView, prompt_tokens: int) -> int | None:
+        """The working context's size in the model's own count, if it can be known.
+
+        ``sent`` is a working context a model was sent and ``prompt_tokens`` the
+        size it reported for that request (input, cache reads and writes). If
+        nothing was pruned or compacted since, the result is ``prompt_tokens``
+        plus the estimates of the messages added after it; otherwise None.
+        """
+        working = self._working_list()
+        if sent._items is not working or len(sent) > len(working):
+            return None
+        return prompt_tokens + sum(self.token_estimator(m) for m in working[len(sent) :])
+
     def _working_list(self) -> list[Message]:
         self._sync()
         if self._working is None:

@@ -9,7 +9,7 @@ from collections.abc import Iterable, Sequence
 import attrs
 import trio
 
-from .._context import AgentContext, PrunQueue, compact, context_window_of
+from .._context import AgentContext, MessageView, PrunQueue, compact, context_window_of
 from .._events import (
     AgentEnd,
     AgentEvent,
@@ -146,6 +146,8 @@ class Run:
         self._tokens_used = 0
         self._started_at = 0.0
         self.ending = False  # AgentEnd is being (or was) sent
+        # The last request sent and its size as the model counted it (compaction's gauge).
+        self._measured: tuple[MessageView, int] | None = None
 
     # ----------------------------------------------------------------- plumbing
 
@@ -336,6 +338,11 @@ class Run:
                 f"{type(config.provider).__name__}.stream returned {type(final).__name__}, "
                 "expected an AssistantMessage"
             )
+        usage = final.usage
+        prompt_tokens = usage.input + usage.cache_read + usage.cache_write
+        if final.stop_reason not in _FAILED_STOPS and prompt_tokens > 0:
+            assert isinstance(request.messages, MessageView)
+            self._measured = (request.messages, prompt_tokens)
         assistant = self.context.stamp(_with_unique_call_ids(final, self.loop_id, turn.index))
         self.add_message(assistant)
         # Register the calls in the same step: from here on they are in the history,
@@ -380,7 +387,10 @@ class Run:
         if compaction is None:
             return
         overhead = self._overhead()
-        estimated = overhead + self.context.working_tokens()
+        measured = None
+        if self._measured is not None:
+            measured = self.context.measured_tokens(*self._measured)
+        estimated = measured or overhead + self.context.working_tokens()
         if estimated <= compaction.threshold * self.context_window:
             return
         count = len(self.context.working_context())
@@ -396,7 +406,11 @@ class Run:
             )
         )
         outcome = await compact(
-            self.context, compaction, provider=self.config.provider, overhead=overhead
+            self.context,
+            compaction,
+            provider=self.config.provider,
+            overhead=overhead,
+            measured=measured,
         )
         await self._settle_owed(
             CompactionEnded(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
@@ -281,24 +282,27 @@ async def test_aborted_while_summarising_changes_nothing(autojump_clock: Any) ->
     assert list(working[: len(history)]) == history
 
 
-def test_configuration_is_checked() -> None:
-    """Out-of-range settings and an unknown window are refused with clear messages."""
-    with pytest.raises(
-        ValueError, match=r"^CompactionConfig target \(0\.9\) must be below threshold \(0\.8\)$"
-    ):
-        al.CompactionConfig(target=0.9)
-    with pytest.raises(
-        ValueError, match=r"^CompactionConfig threshold must be between 0 and 1, got 1\.5$"
-    ):
-        al.CompactionConfig(threshold=1.5)
-    with pytest.raises(
-        ValueError, match=r"^CompactionConfig keep_recent must be an integer >= 1, got 0$"
-    ):
-        al.CompactionConfig(keep_recent=0)
-    with pytest.raises(
-        ValueError, match=r"^CompactionConfig tool_output_max_lines must be an integer >= 3, got 2$"
-    ):
-        al.CompactionConfig(tool_output_max_lines=2)
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"target": 0.9}, "CompactionConfig target (0.9) must be below threshold (0.8)"),
+        ({"threshold": 1.5}, "CompactionConfig threshold must be between 0 and 1, got 1.5"),
+        ({"keep_recent": 0}, "CompactionConfig keep_recent must be an integer >= 1, got 0"),
+        (
+            {"tool_output_max_lines": 2},
+            "CompactionConfig tool_output_max_lines must be an integer >= 3, got 2",
+        ),
+        ({"context_window": 0}, "CompactionConfig context_window must be an integer >= 1, got 0"),
+    ],
+)
+def test_out_of_range_settings_are_refused(options: dict[str, Any], message: str) -> None:
+    """Each setting is checked when the config is built, with a message naming it."""
+    with pytest.raises(ValueError, match=f"^{re.escape(message)}$"):
+        al.CompactionConfig(**options)
+
+
+def test_an_unknown_window_is_refused() -> None:
+    """A provider that does not say its context window needs it in the config."""
     with pytest.raises(
         ValueError,
         match=r"^compaction needs the model's context window, and ScriptedProvider does not say "

@@ -1,0 +1,184 @@
+"""McpToolAdapter: one tool of an MCP server, as an agentloop tool."""
+
+from __future__ import annotations
+
+import copy
+import math
+from typing import TYPE_CHECKING, Any
+
+import attrs
+import mcp.types as mcp_types
+import trio
+
+from .._tool import ToolContext, ToolError, ToolResult
+from .._types import TextContent
+from ._content import convert_result
+
+if TYPE_CHECKING:
+    from ._connection import McpConnection
+
+__all__ = ["McpToolAdapter"]
+
+
+def _schema(tool: mcp_types.Tool) -> dict[str, Any]:
+    """The tool's input schema, an own copy; an empty object schema if it has none."""
+    schema: object = tool.input_schema
+    if not isinstance(schema, dict) or not schema:
+        return {"type": "object", "properties": {}}
+    copied = copy.deepcopy(schema)
+    return copied if "type" in copied else {"type": "object", **copied}
+
+
+def _progress_text(progress: float, total: float | None, message: str | None) -> str:
+    if message:
+        return message
+    if total:
+        return f"{progress:g}/{total:g}"
+    return f"{progress:g}"
+
+
+@attrs.frozen(eq=False)
+class McpToolAdapter:
+    """One tool of an MCP server, callable by the model like any other tool.
+
+    Made by the server's :class:`~agentloop.mcp.McpConnection` (see
+    ``connection.tools``); all tools of a server share its connection.
+
+    Attributes:
+        name: The name the model sees: ``PREFIX__tool`` with a prefix, made
+            valid for model APIs (``[a-zA-Z0-9_-]``, at most 64 characters).
+        tool_name: The server's name for the tool, which the server is called with.
+        label: The tool's title, else its annotations' title, else its name.
+        description: The server's description.
+        parameters_schema: The tool's ``inputSchema`` (an empty object schema
+            if it has none).
+        annotations: The server's hints as a dict (``readOnlyHint``,
+            ``destructiveHint``, ``idempotentHint``, ``openWorldHint``,
+            ``title``), empty if none.
+        output_schema: The schema of its structured content, or None.
+        timeout: Seconds a call may take (the connection's ``call_timeout``);
+            the loop enforces it, and cancelling the call tells the server.
+
+    A call's result maps the server's content (see
+    :func:`~agentloop.mcp.open_mcp`); ``details`` has ``structured`` (the
+    structured content) and ``content`` (data of audio, links and non-image
+    blobs) when there are any. A result the server marks ``isError`` is an
+    error result with the server's text. Progress notifications become
+    ``ProgressMessage`` events and ``ToolExecutionUpdate`` events whose
+    details are ``{"progress", "total", "message"}``.
+    """
+
+    connection: McpConnection = attrs.field(repr=False)
+    tool_name: str
+    name: str
+    label: str = attrs.field(repr=False)
+    description: str = attrs.field(repr=False)
+    parameters_schema: dict[str, Any] = attrs.field(repr=False)
+    annotations: dict[str, Any] = attrs.field(factory=dict, repr=False)
+    output_schema: dict[str, Any] | None = attrs.field(default=None, repr=False)
+
+    @classmethod
+    def from_tool(
+        cls, connection: McpConnection, tool: mcp_types.Tool, name: str
+    ) -> McpToolAdapter:
+        """The adapter for ``tool`` as the server listed it, named ``name``."""
+        annotations = (
+            {}
+            if tool.annotations is None
+            else tool.annotations.model_dump(mode="json", by_alias=True, exclude_none=True)
+        )
+        label = tool.title or annotations.get("title") or tool.name
+        return cls(
+            connection,
+            tool.name,
+            name,
+            label,
+            tool.description or "",
+            _schema(tool),
+            annotations,
+            tool.output_schema,
+        )
+
+    def same_definition(self, other: McpToolAdapter) -> bool:
+        """Whether ``other`` is the same tool of the same server, defined the same way."""
+        return self.connection is other.connection and _definition(self) == _definition(other)
+
+    @property
+    def timeout(self) -> float | None:
+        """Seconds a call may take; None for no limit."""
+        timeout = self.connection.call_timeout
+        return None if timeout is None or math.isinf(timeout) else timeout
+
+    @property
+    def read_only(self) -> bool:
+        """Whether the server says the tool does not change anything (``readOnlyHint``)."""
+        return self.annotations.get("readOnlyHint") is True
+
+    async def execute(self, params: dict[str, Any], ctx: ToolContext) -> ToolResult:
+        """Call the tool on the server; see the class docstring.
+
+        Raises:
+            ToolError: the server is gone, refused the call, or marked the
+                result as an error.
+
+        Cancellation: the request is cancelled on the server too.
+        """
+        if not self.connection.offers(self):
+            raise ToolError(
+                f"MCP server '{self.connection.name}' no longer offers the tool '{self.tool_name}'"
+            )
+        send, receive = trio.open_memory_channel[tuple[float, float | None, str | None]](math.inf)
+
+        async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+            # Runs in the SDK's task: hand over to this call's task, which reports in order.
+            try:
+                send.send_nowait((progress, total, message))
+            except (trio.ClosedResourceError, trio.BrokenResourceError):
+                pass  # the call is over
+            await trio.lowlevel.checkpoint()
+
+        async def report() -> None:
+            last = -math.inf
+            async for first in receive:
+                batch = [first]
+                while True:
+                    try:
+                        batch.append(receive.receive_nowait())
+                    except (trio.WouldBlock, trio.EndOfChannel):
+                        break
+                for progress, total, message in sorted(batch, key=lambda item: item[0]):
+                    if progress <= last:
+                        continue  # the SDK may hand notifications over out of order
+                    last = progress
+                    text = _progress_text(progress, total, message)
+                    await ctx.progress(text)
+                    details = {"progress": progress, "total": total, "message": message}
+                    await ctx.update(ToolResult.text(text, details=details))
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(report)
+            try:
+                result = await self.connection.call_tool(
+                    self.tool_name, params, progress=on_progress
+                )
+            finally:
+                send.close()
+        content, details = convert_result(result)
+        if result.is_error:
+            text = "\n".join(b.text for b in content if isinstance(b, TextContent)) or (
+                f"The MCP tool '{self.tool_name}' failed without saying why"
+            )
+            raise ToolError(text, details=details or None)
+        return ToolResult(content, details=details or None)
+
+
+def _definition(adapter: McpToolAdapter) -> tuple[Any, ...]:
+    return (
+        adapter.tool_name,
+        adapter.name,
+        adapter.label,
+        adapter.description,
+        adapter.parameters_schema,
+        adapter.annotations,
+        adapter.output_schema,
+    )

@@ -1,0 +1,465 @@
+"""McpConnection: one MCP server, connected by a task of its own, and its tools.
+
+The connection's SDK client is entered and left by one task, the *owner*,
+started with ``nursery.start`` by :func:`open_mcp`; tool calls from any task
+use it (a call only sends a message and waits for the answer). When the
+connection is lost (the server died, an HTTP session expired), the owner
+closes what is left of it and, at the next call, connects again: a stdio
+server is started anew. Closing the connection stops the owner, which
+closes the SDK client: a stdio server's whole process group is ended,
+bounded and shielded, by the SDK.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import logging
+import math
+import re
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+import attrs
+import httpx2
+import mcp.types as mcp_types
+import trio
+from mcp import Client
+from mcp.client.sse import sse_client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
+from mcp.shared.exceptions import MCPError
+
+from .._tool import ToolError, format_duration
+from ._servers import HttpServer, SseServer, StdioServer
+from ._stdio import StdioProcess, stdio_transport
+
+if TYPE_CHECKING:
+    from ._adapter import McpToolAdapter
+
+__all__ = ["McpConnection", "McpConnectionError", "ProgressSink"]
+
+log = logging.getLogger("agentloop.mcp")
+
+#: Receives a call's progress: (progress, total or None, message or None).
+ProgressSink = Callable[[float, float | None, str | None], Awaitable[None]]
+
+_NAME_OK = re.compile(r"[^a-zA-Z0-9_-]")
+_MAX_NAME = 64
+_MAX_PAGES = 1000
+_HTTP_TIMEOUT = 30.0  # seconds to connect, send, or wait for a free connection
+_HTTP_READ_TIMEOUT = 300.0
+_SSE_IDLE_FOREVER = 7 * 24 * 3600.0  # the SSE transport takes no "never"
+_EXIT_NOTE_WAIT = 1.0  # seconds a failed call waits to learn how the server process ended
+# What a transport raises when the connection breaks under a call (besides MCPError).
+_TRANSPORT_ERRORS = (trio.BrokenResourceError, trio.ClosedResourceError, httpx2.TransportError)
+
+
+class McpConnectionError(ConnectionError):
+    """The MCP server could not be reached, or did not complete the handshake in time."""
+
+
+def tool_name(prefix: str | None, raw: str) -> str:
+    """The name the model sees for the server tool ``raw``: ``PREFIX__raw``, made valid.
+
+    Model APIs accept ``[a-zA-Z0-9_-]{1,64}``: other characters become ``_``,
+    and a name past 64 characters is cut and given a short hash of the whole.
+    """
+    name = f"{prefix}__{raw}" if prefix else raw
+    cleaned = _NAME_OK.sub("_", name) or "_"
+    if len(cleaned) > _MAX_NAME:
+        digest = hashlib.sha256(name.encode("utf-8", "surrogatepass")).hexdigest()[:8]
+        cleaned = f"{cleaned[: _MAX_NAME - 9]}_{digest}"
+    return cleaned
+
+
+@attrs.define(eq=False)
+class _Attempt:
+    """One connection attempt: callers wait on ``done``; ``error`` says why it failed."""
+
+    done: trio.Event = attrs.field(factory=trio.Event)
+    error: str | None = None
+
+
+def _describe(error: BaseException) -> str:
+    if isinstance(error, MCPError):
+        return error.message
+    if isinstance(error, BaseExceptionGroup):
+        leaves = [e for e in _leaves(error)]
+        if len(leaves) == 1:
+            return _describe(leaves[0])
+    text = str(error)
+    return f"{type(error).__name__}: {text}" if text else type(error).__name__
+
+
+def _leaves(error: BaseException) -> list[BaseException]:
+    if isinstance(error, BaseExceptionGroup):
+        return [leaf for inner in error.exceptions for leaf in _leaves(inner)]
+    return [error]
+
+
+@contextlib.asynccontextmanager
+async def _http_transport(
+    server: HttpServer | SseServer,
+    call_timeout: float | None,
+    on_session_expired: Callable[[], None],
+) -> AsyncIterator[Any]:
+    """The SDK transport for an HTTP server, with its headers and auth.
+
+    A 404 answer to a request that carried a session id means the server has
+    forgotten the session (it expired, or the server restarted):
+    ``on_session_expired`` is called, so the connection starts a new one.
+    """
+    # Reads may wait as long as a call may take (the SDK's default is 300 s).
+    read = None if call_timeout is None else max(_HTTP_READ_TIMEOUT, call_timeout + 30)
+    timeout = httpx2.Timeout(_HTTP_TIMEOUT, read=read)
+    if isinstance(server, SseServer):
+        async with sse_client(
+            server.url,
+            headers=server.headers,
+            auth=server.auth,
+            timeout=_HTTP_TIMEOUT,
+            sse_read_timeout=read if read is not None else _SSE_IDLE_FOREVER,
+        ) as streams:
+            yield streams
+        return
+
+    async def check(response: httpx2.Response) -> None:
+        if response.status_code == 404 and "mcp-session-id" in response.request.headers:
+            on_session_expired()
+
+    async with create_mcp_http_client(
+        headers=server.headers, auth=server.auth, timeout=timeout
+    ) as http:
+        http.event_hooks["response"].append(check)
+        async with streamable_http_client(server.url, http_client=http) as streams:
+            yield streams
+
+
+class McpConnection:
+    """A connection to one MCP server and the tools it offers.
+
+    Made by :func:`~agentloop.mcp.open_mcp`, which owns it; use it while that
+    ``async with`` block lasts. ``tools`` are :class:`McpToolAdapter` objects,
+    kept up to date when the server says its list changed.
+
+    Attributes:
+        name: The server's name (for messages and the default prefix).
+        prefix: Put before each tool name as ``PREFIX__tool``, or None.
+        call_timeout: Seconds a tool call may take (each adapter's ``timeout``).
+        connect_timeout: Seconds the connection and handshake may take.
+        protocol: ``"auto"`` (discover the server's protocol, else fall back
+            to the ``initialize`` handshake), ``"legacy"`` (the handshake
+            only), or a protocol version to speak.
+    """
+
+    def __init__(
+        self,
+        server: Any,
+        *,
+        name: str,
+        prefix: str | None,
+        call_timeout: float | None,
+        connect_timeout: float,
+        on_tools_changed: Callable[[McpConnection], Any] | None = None,
+        protocol: str = "auto",
+    ) -> None:
+        self.server = server
+        self.protocol = protocol
+        self.name = name
+        self.prefix = prefix
+        self.call_timeout = call_timeout
+        self.connect_timeout = connect_timeout
+        self.on_tools_changed = on_tools_changed
+        self._tools: dict[str, McpToolAdapter] = {}
+        self._client: Client | None = None
+        self._process: StdioProcess | None = None  # the stdio server's process, if any
+        self._expired = False  # the HTTP server forgot the session
+        self._attempt = _Attempt()
+        self._lost = trio.Event()  # the current connection is lost
+        self._wanted = trio.Event()  # a call wants a connection
+        self._closing = trio.Event()
+        self._refresh = trio.Event()  # the server's tool list changed
+        self.server_info: mcp_types.Implementation | None = None
+        self.instructions: str | None = None
+        self.protocol_version: str | None = None
+        self.connections = 0  # how many times it connected (reconnects are > 1)
+
+    def __repr__(self) -> str:
+        state = "connected" if self._client is not None else "disconnected"
+        return f"<McpConnection {self.name!r} {state} tools={len(self._tools)}>"
+
+    @property
+    def pid(self) -> int | None:
+        """The pid of the stdio server process last started, or None."""
+        return None if self._process is None else self._process.pid
+
+    @property
+    def tools(self) -> tuple[McpToolAdapter, ...]:
+        """The server's tools as agentloop tools, in the server's order."""
+        return tuple(self._tools.values())
+
+    # ----------------------------------------------------------------- the owner task
+
+    def _new_client(self) -> Client:
+        server = self.server
+        if isinstance(server, StdioServer):
+            self._process = StdioProcess(self.name)
+            target: Any = stdio_transport(server, self._process)
+        elif isinstance(server, HttpServer | SseServer):
+            target = _http_transport(server, self.call_timeout, self._session_expired)
+        else:
+            target = server  # an SDK server object, served in-process
+        return Client(
+            target,
+            message_handler=self._on_message,
+            client_info=mcp_types.Implementation(name="agentloop", version=_version()),
+            cache=None,
+            mode=self.protocol,
+        )
+
+    async def _on_message(self, message: Any) -> None:
+        if isinstance(message, mcp_types.ToolListChangedNotification):
+            self._refresh.set()
+        elif isinstance(message, Exception):
+            log.debug("MCP server %r: transport error: %s", self.name, message)
+        await trio.lowlevel.checkpoint()
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """Connect, stay connected, reconnect on demand; return once closed.
+
+        Reports ``started`` after the first connection; if that fails, raises
+        :class:`McpConnectionError` instead.
+        """
+        started = False
+        while True:
+            attempt = self._attempt
+            error: Exception | None = None
+            # The handshake's deadline lives on a scope around the whole connection
+            # (the client's own scopes nest inside it); it is lifted once connected.
+            with trio.CancelScope(deadline=trio.current_time() + self.connect_timeout) as handshake:
+                try:
+                    async with self._new_client() as client, trio.open_nursery() as watchers:
+                        # Subscribe to list changes first, so that none is missed.
+                        await watchers.start(self._listen, client)
+                        await self._load_tools(client)
+                        handshake.deadline = math.inf
+                        self._connected_to(client)
+                        attempt.done.set()
+                        if not started:
+                            started = True
+                            task_status.started()
+                        watchers.start_soon(self._watch_list, client)
+                        await _first(self._closing.wait, self._lost.wait)
+                        self._client = None
+                        watchers.cancel_scope.cancel()
+                except Exception as raised:  # Cancelled and KeyboardInterrupt go on
+                    error = raised
+                finally:
+                    self._client = None
+            if handshake.cancelled_caught:
+                error = McpConnectionError(
+                    f"MCP server '{self.name}' did not complete the handshake within "
+                    f"{format_duration(self.connect_timeout)}"
+                )
+            if error is not None and not attempt.done.is_set():
+                message = self._connect_failure(error)
+                if not started:
+                    raise McpConnectionError(message) from error
+                log.warning("%s", message)
+                attempt.error = message
+                attempt.done.set()
+            elif error is not None:
+                log.warning("MCP server %r: the connection ended: %s", self.name, _describe(error))
+            if self._closing.is_set():
+                return
+            self._attempt = _Attempt()
+            self._wanted = trio.Event()
+            await _first(self._closing.wait, self._wanted.wait)
+            if self._closing.is_set():
+                self._attempt.error = f"MCP server '{self.name}' is closed"
+                self._attempt.done.set()
+                return
+
+    def _connect_failure(self, error: Exception) -> str:
+        leaves = _leaves(error)
+        if len(leaves) == 1 and isinstance(leaves[0], McpConnectionError):
+            return str(leaves[0])
+        spawned = self._process is None or self._process.pid is not None
+        if len(leaves) == 1 and isinstance(leaves[0], OSError) and not spawned:
+            return f"cannot start MCP server '{self.name}': {leaves[0]}"
+        message = f"cannot connect to MCP server '{self.name}': {_describe(error)}"
+        note = self._process.exit_note() if self._process is not None else ""
+        return f"{message} ({note})" if note else message
+
+    def _session_expired(self) -> None:
+        self._expired = True
+
+    def _connected_to(self, client: Client) -> None:
+        self._client = client
+        self._expired = False
+        self._lost = trio.Event()
+        self.server_info = client.server_info
+        self.instructions = client.instructions
+        self.protocol_version = client.protocol_version
+        self.connections += 1
+
+    def close(self) -> None:
+        """Ask the owner task to close the connection (it does, shielded and bounded)."""
+        self._closing.set()
+        self._attempt.error = self._attempt.error or f"MCP server '{self.name}' is closed"
+
+    async def _watch_list(self, client: Client) -> None:
+        while True:
+            await self._refresh.wait()
+            self._refresh = trio.Event()
+            try:
+                await self._load_tools(client)
+            except Exception as error:
+                log.warning("MCP server %r: cannot list its tools again: %s", self.name, error)
+                continue
+            if self.on_tools_changed is not None:
+                outcome = self.on_tools_changed(self)
+                if isinstance(outcome, Awaitable):
+                    await outcome
+
+    async def _listen(
+        self, client: Client, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
+    ) -> None:
+        """On 2026-07-28 connections, list changes come through a subscription.
+
+        Reports ``started`` once subscribed, or once it is clear that it cannot be.
+        Older connections get ``notifications/tools/list_changed`` (``_on_message``).
+        """
+        subscribed = False
+        try:
+            async with client.listen(tools_list_changed=True) as subscription:
+                subscribed = True
+                task_status.started()
+                async for _event in subscription:
+                    self._refresh.set()
+        except Exception as error:  # older protocol, the server declined, or the stream broke
+            log.debug("MCP server %r: no list-changed subscription: %s", self.name, error)
+        if not subscribed:
+            task_status.started()
+
+    async def _load_tools(self, client: Client) -> None:
+        listed: list[mcp_types.Tool] = []
+        cursor: str | None = None
+        seen: set[str] = set()
+        for _ in range(_MAX_PAGES):
+            page = await client.list_tools(cursor=cursor)
+            listed.extend(page.tools)
+            cursor = page.next_cursor
+            if not cursor or cursor in seen:
+                break
+            seen.add(cursor)
+        self._set_tools(listed)
+
+    def _set_tools(self, listed: Sequence[mcp_types.Tool]) -> None:
+        from ._adapter import McpToolAdapter
+
+        old = {adapter.tool_name: adapter for adapter in self._tools.values()}
+        tools: dict[str, McpToolAdapter] = {}
+        for tool in listed:
+            name = tool_name(self.prefix, tool.name)
+            base, number = name, 2
+            while name in tools:
+                suffix = f"_{number}"
+                name, number = base[: _MAX_NAME - len(suffix)] + suffix, number + 1
+            adapter = McpToolAdapter.from_tool(self, tool, name)
+            previous = old.get(tool.name)
+            keep = previous is not None and previous.same_definition(adapter)
+            tools[name] = previous if keep and previous is not None else adapter
+        self._tools = tools
+
+    def offers(self, adapter: McpToolAdapter) -> bool:
+        """Whether ``adapter`` is still one of this server's tools."""
+        return self._tools.get(adapter.name) is adapter
+
+    # ----------------------------------------------------------------- calls
+
+    async def _connected(self) -> Client:
+        """The live client, connecting again first if the connection was lost."""
+        while True:
+            if self._closing.is_set():
+                raise ToolError(f"MCP server '{self.name}' is closed")
+            client = self._client
+            if client is not None and not self._lost.is_set():
+                return client
+            attempt = self._attempt
+            self._wanted.set()
+            await attempt.done.wait()
+            if attempt.error is not None and self._client is None:
+                raise ToolError(f"MCP server '{self.name}' is not available: {attempt.error}")
+
+    def _lose(self, client: Client) -> None:
+        if self._client is client:
+            self._lost.set()
+
+    async def call_tool(
+        self,
+        tool: str,
+        arguments: Mapping[str, Any],
+        *,
+        progress: ProgressSink | None = None,
+    ) -> mcp_types.CallToolResult:
+        """Call the server's tool ``tool``; connect again first if the connection was lost.
+
+        Raises:
+            ToolError: the server is unreachable, closed the connection during
+                the call, or refused it (an unknown tool, bad arguments).
+
+        Cancellation: the SDK tells the server (``notifications/cancelled``).
+        """
+        for attempt in range(2):
+            client = await self._connected()
+            try:
+                return await client.call_tool(
+                    tool,
+                    dict(arguments),
+                    progress_callback=progress,  # type: ignore[arg-type]  # same signature
+                )
+            except MCPError as error:
+                if error.code == mcp_types.CONNECTION_CLOSED:
+                    self._lose(client)
+                    raise ToolError(await self._closed_during(tool)) from error
+                if self._expired and client is self._client:
+                    self._lose(client)  # the HTTP session expired: the call never ran
+                    if attempt == 0:
+                        continue
+                raise ToolError(
+                    f"MCP server '{self.name}' refused the call to '{tool}': {error.message}"
+                ) from error
+            except _TRANSPORT_ERRORS as error:
+                self._lose(client)
+                raise ToolError(await self._closed_during(tool, _describe(error))) from error
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    async def _closed_during(self, tool: str, cause: str = "") -> str:
+        message = f"MCP server '{self.name}' closed the connection during the call to '{tool}'"
+        if cause:
+            message += f": {cause}"
+        if self._process is not None:
+            note = await self._process.wait_exit(_EXIT_NOTE_WAIT)
+            if note:
+                message += f" ({note})"
+        return message
+
+
+async def _first(*waits: Callable[[], Awaitable[object]]) -> None:
+    """Return when the first of ``waits`` returns."""
+    async with trio.open_nursery() as nursery:
+
+        async def run(wait: Callable[[], Awaitable[object]]) -> None:
+            await wait()
+            nursery.cancel_scope.cancel()
+
+        for wait in waits:
+            nursery.start_soon(run, wait)
+
+
+def _version() -> str:
+    from .. import __version__
+
+    return __version__

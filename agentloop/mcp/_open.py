@@ -1,0 +1,207 @@
+"""open_mcp and open_mcp_servers: connections as async context managers."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import trio
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+from .._util import raise_single
+from ._adapter import McpToolAdapter
+from ._connection import McpConnection, McpConnectionError
+from ._servers import HttpServer, SseServer, StdioServer, load_mcp_config
+
+__all__ = ["McpServers", "open_mcp", "open_mcp_servers"]
+
+DEFAULT_CALL_TIMEOUT = 300.0
+DEFAULT_CONNECT_TIMEOUT = 30.0
+
+
+def _default_name(server: Any) -> str:
+    if isinstance(server, StdioServer):
+        return Path(server.command).name
+    if isinstance(server, HttpServer | SseServer):
+        return urlsplit(server.url).hostname or server.url
+    return str(getattr(server, "name", None) or type(server).__name__)
+
+
+def _check_options(call_timeout: float | None, connect_timeout: float, protocol: str) -> None:
+    if protocol not in ("auto", "legacy") and protocol not in MODERN_PROTOCOL_VERSIONS:
+        versions = ", ".join(repr(v) for v in MODERN_PROTOCOL_VERSIONS)
+        raise ValueError(
+            f"protocol must be 'auto', 'legacy' or one of {versions}, got {protocol!r}"
+        )
+    if call_timeout is not None and not call_timeout > 0:
+        raise ValueError(f"call_timeout must be > 0 or None, got {call_timeout!r}")
+    if not connect_timeout > 0:
+        raise ValueError(f"connect_timeout must be > 0, got {connect_timeout!r}")
+
+
+@asynccontextmanager
+async def open_mcp(
+    server: Any,
+    *,
+    name: str | None = None,
+    prefix: str | None = None,
+    call_timeout: float | None = DEFAULT_CALL_TIMEOUT,
+    connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
+    on_tools_changed: Callable[[McpConnection], Any] | None = None,
+    protocol: str = "auto",
+) -> AsyncIterator[McpConnection]:
+    """Connect to an MCP server for the duration of the block; yield the connection.
+
+    ``server`` is a :class:`StdioServer`, :class:`HttpServer` or
+    :class:`SseServer`, or an ``mcp`` SDK server object (served in-process,
+    as tests do). The connection lists the server's tools (every page) before
+    the block starts: ``connection.tools``. A task of the block's nursery owns
+    the connection; leaving the block closes it (a stdio server's process
+    group is ended, bounded).
+
+    Args:
+        name: The server's name in messages (default: the command's or the
+            URL host's name).
+        prefix: Tool names become ``PREFIX__tool``; the server is still called
+            with the tool's own name.
+        call_timeout: Seconds a tool call may take (the tools' ``timeout``);
+            past it the call is cancelled on the server. None: no limit.
+        connect_timeout: Seconds to connect and complete the handshake, for
+            the first connection and any reconnection.
+        on_tools_changed: Called (plain or async) with the connection after
+            the server said its tool list changed and it was listed again.
+        protocol: ``"auto"`` (ask the server which protocol it speaks, and
+            fall back to the ``initialize`` handshake of older servers),
+            ``"legacy"`` (the handshake only), or a protocol version to speak.
+
+    Raises:
+        McpConnectionError: the server could not be started or reached, or
+            did not complete the handshake within ``connect_timeout``.
+        ValueError: a timeout is not positive, or ``protocol`` is not one of those.
+
+    Cancellation: cancelling the block closes the connection, as leaving it does.
+    """
+    _check_options(call_timeout, connect_timeout, protocol)
+    connection = McpConnection(
+        server,
+        name=name or _default_name(server),
+        prefix=prefix,
+        call_timeout=call_timeout,
+        connect_timeout=connect_timeout,
+        on_tools_changed=on_tools_changed,
+        protocol=protocol,
+    )
+    try:
+        async with trio.open_nursery() as nursery:
+            await nursery.start(connection.run)
+            try:
+                yield connection
+            finally:
+                connection.close()
+    except BaseExceptionGroup as group:
+        raise_single(group)
+
+
+class McpServers(Mapping[str, McpConnection]):
+    """The connections of :func:`open_mcp_servers`, by server name.
+
+    ``tools`` is every connected server's tools, in the configuration's order;
+    ``errors`` says, by name, why a server could not be connected (only with
+    ``required=False``).
+    """
+
+    def __init__(self, connections: dict[str, McpConnection], errors: dict[str, str]) -> None:
+        self._connections = connections
+        self.errors = errors
+
+    def __getitem__(self, name: str) -> McpConnection:
+        return self._connections[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._connections)
+
+    def __len__(self) -> int:
+        return len(self._connections)
+
+    def __repr__(self) -> str:
+        return f"McpServers({list(self._connections)!r}, errors={list(self.errors)!r})"
+
+    @property
+    def tools(self) -> list[McpToolAdapter]:
+        """Every connected server's tools."""
+        return [tool for connection in self._connections.values() for tool in connection.tools]
+
+
+@asynccontextmanager
+async def open_mcp_servers(
+    config: Mapping[str, Any] | str | os.PathLike[str],
+    *,
+    prefix: bool = True,
+    required: bool = True,
+    call_timeout: float | None = DEFAULT_CALL_TIMEOUT,
+    connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
+    protocol: str = "auto",
+) -> AsyncIterator[McpServers]:
+    """Connect to every server of an ``mcpServers`` configuration, all at once.
+
+    ``config`` is as for :func:`load_mcp_config` (a path or the parsed JSON).
+    With ``prefix``, each server's tools are named ``<server name>__<tool>``.
+    Each connection is as :func:`open_mcp` makes it.
+
+    Raises:
+        McpConnectionError: a server could not be connected and ``required``
+            is true (the others are closed first); the message names each
+            server that failed and why.
+        ValueError: as for :func:`open_mcp`, or from :func:`load_mcp_config`.
+        OSError: the configuration file cannot be read.
+    """
+    _check_options(call_timeout, connect_timeout, protocol)
+    specs = load_mcp_config(config)
+    connections = {
+        name: McpConnection(
+            spec,
+            name=name,
+            prefix=name if prefix else None,
+            call_timeout=call_timeout,
+            connect_timeout=connect_timeout,
+            protocol=protocol,
+        )
+        for name, spec in specs.items()
+    }
+    errors: dict[str, str] = {}
+    try:
+        async with _servers_nursery(connections, errors, required) as servers:
+            yield servers
+    except BaseExceptionGroup as group:
+        raise_single(group)
+
+
+@asynccontextmanager
+async def _servers_nursery(
+    connections: dict[str, McpConnection], errors: dict[str, str], required: bool
+) -> AsyncIterator[McpServers]:
+    async with trio.open_nursery() as nursery:
+
+        async def start(name: str, connection: McpConnection) -> None:
+            try:
+                await nursery.start(connection.run)
+            except McpConnectionError as error:
+                errors[name] = str(error)
+
+        try:
+            async with trio.open_nursery() as starting:
+                for name, connection in connections.items():
+                    starting.start_soon(start, name, connection)
+            if errors and required:
+                raise McpConnectionError(
+                    "; ".join(errors[name] for name in connections if name in errors)
+                )
+            live = {name: c for name, c in connections.items() if name not in errors}
+            yield McpServers(live, errors)
+        finally:
+            for connection in connections.values():
+                connection.close()

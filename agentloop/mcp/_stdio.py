@@ -1,0 +1,258 @@
+"""The stdio transport: an MCP server as a subprocess, its whole process group ended on close.
+
+The SDK's own stdio client ends the process group only when the server
+outlives its grace period; a server that exits promptly at EOF leaves its
+children running. This transport ends the group every time, and keeps the
+tail of the server's stderr for error messages.
+"""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import logging
+import os
+import signal
+import subprocess
+from collections.abc import AsyncIterator
+
+import anyio
+import mcp.types as mcp_types
+import trio
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+from mcp.client.stdio import get_default_environment
+from mcp.shared.message import SessionMessage
+
+from ._servers import StdioServer
+
+__all__ = ["StdioProcess", "stdio_transport"]
+
+log = logging.getLogger("agentloop.mcp")
+
+EXIT_GRACE = 2.0  # seconds the server has to exit by itself once its stdin is closed
+TERM_GRACE = 2.0  # seconds between SIGTERM and SIGKILL to the group
+REAP_BOUND = 2.0  # seconds to wait for the kernel after SIGKILL
+STDOUT_AFTER_EXIT = 1.0  # seconds to read what a dead server left in the pipe
+MAX_LINE = 64 * 1024 * 1024  # a longer message is a broken server
+_STDERR_LINES = 20
+_STDERR_LINE_CHARS = 400
+_POLL = 0.01
+
+
+class StdioProcess:
+    """What the connection knows of its server process: pid, exit status, last stderr lines."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.pid: int | None = None
+        self.returncode: int | None = None
+        self.exited = trio.Event()
+        self.stderr: collections.deque[str] = collections.deque(maxlen=_STDERR_LINES)
+
+    def exit_note(self) -> str:
+        """``"it exited with status N"`` and its last stderr lines, or ``""`` if it runs."""
+        code = self.returncode
+        if code is None:
+            return ""
+        status = f"was killed by signal {-code}" if code < 0 else f"exited with status {code}"
+        note = f"the server process {status}"
+        if self.stderr:
+            note += "; the end of its stderr:\n" + "\n".join(self.stderr)
+        return note
+
+    async def wait_exit(self, bound: float) -> str:
+        """:meth:`exit_note`, after waiting up to ``bound`` seconds for the process to end."""
+        with trio.move_on_after(bound):
+            await self.exited.wait()
+        return self.exit_note()
+
+
+def _group_alive(pgid: int) -> bool:
+    """Whether a process of group ``pgid`` still runs; zombies (waiting to be reaped) do not.
+
+    Zombies matter in containers whose init reaps late: ``killpg(pgid, 0)`` sees them.
+    """
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass  # a member we may not signal, or a zombie: look closer
+    try:
+        entries = os.listdir("/proc")
+    except OSError:  # no procfs (macOS): killpg is all we know
+        return True
+    return any(entry.isdigit() and _running_in_group(entry, pgid) for entry in entries)
+
+
+def _running_in_group(pid: str, pgid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stat:
+            fields = stat.read().rpartition(b")")[2].split()
+    except OSError:  # it ended meanwhile
+        return False
+    # After the command name: state, ppid, pgrp, ...
+    return len(fields) > 2 and fields[2] == str(pgid).encode() and fields[0] not in (b"Z", b"X")
+
+
+def _signal_group(pgid: int, signum: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, signum)
+
+
+async def _end_group(process: trio.Process) -> None:
+    """SIGTERM the process group, SIGKILL what is left after a grace period; reap the leader.
+
+    The group is signalled even when the leader has already exited: children
+    it started stay in its group, and would otherwise be orphaned.
+    """
+    pgid = process.pid  # the leader of a new session: its pid is the group's id
+    _signal_group(pgid, signal.SIGTERM)
+    with trio.move_on_after(TERM_GRACE) as grace:
+        while _group_alive(pgid):  # noqa: ASYNC110 (polling /proc: the OS sends no event)
+            await trio.sleep(_POLL)
+    if grace.cancelled_caught:
+        log.warning("MCP server process group %d ignored SIGTERM; killing it", pgid)
+        _signal_group(pgid, signal.SIGKILL)
+    with trio.move_on_after(REAP_BOUND):
+        await process.wait()  # reap the leader
+
+
+@contextlib.asynccontextmanager
+async def stdio_transport(
+    server: StdioServer, info: StdioProcess
+) -> AsyncIterator[
+    tuple[
+        MemoryObjectReceiveStream[SessionMessage | Exception],
+        MemoryObjectSendStream[SessionMessage],
+    ]
+]:
+    """Run ``server``; yield the (read, write) message streams the SDK client takes.
+
+    On exit (shielded, bounded by about ``EXIT_GRACE + TERM_GRACE + REAP_BOUND``):
+    stdin is closed, the server gets ``EXIT_GRACE`` seconds to exit, then its
+    whole process group is ended. ``info`` learns the pid, the exit status and
+    the last stderr lines.
+
+    Raises:
+        OSError: the command cannot be started (not found, not executable).
+    """
+    process = await trio.lowlevel.open_process(
+        [server.command, *server.args],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env={**get_default_environment(), **(server.env or {})},
+        cwd=server.cwd,
+        start_new_session=True,
+    )
+    info.pid = process.pid
+    assert process.stdin is not None
+    assert process.stdout is not None
+    assert process.stderr is not None
+    stdin, stdout, stderr = process.stdin, process.stdout, process.stderr
+    to_client, read_stream = anyio.create_memory_object_stream[SessionMessage | Exception](0)
+    write_stream, from_client = anyio.create_memory_object_stream[SessionMessage](0)
+    stdout_done = trio.Event()
+
+    async def read_stdout() -> None:
+        buffer = b""
+        try:
+            async with to_client:
+                while chunk := await stdout.receive_some():
+                    buffer += chunk
+                    if b"\n" not in buffer:
+                        if len(buffer) > MAX_LINE:
+                            log.error("MCP server %r: a line over %d bytes", info.name, MAX_LINE)
+                            return
+                        continue
+                    *lines, buffer = buffer.split(b"\n")
+                    for line in lines:
+                        if line.strip():
+                            await to_client.send(_parse(line))
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            pass  # the pipe or the client side is gone: the connection has ended
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+            pass
+        finally:
+            stdout_done.set()
+
+    async def write_stdin() -> None:
+        try:
+            async with from_client:
+                async for message in from_client:
+                    data = message.message.model_dump_json(by_alias=True, exclude_unset=True)
+                    await stdin.send_all(data.encode("utf-8") + b"\n")
+        except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
+            # The server stopped reading: end the connection rather than leave a call waiting.
+            await to_client.aclose()
+
+    async def read_stderr() -> None:
+        buffer = b""
+        with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
+            while chunk := await stderr.receive_some():
+                *lines, buffer = (buffer + chunk).split(b"\n")
+                for line in lines:
+                    _keep_stderr(info, line)
+                if len(buffer) > _STDERR_LINE_CHARS * 4:
+                    _keep_stderr(info, buffer)
+                    buffer = b""
+        if buffer:
+            _keep_stderr(info, buffer)
+
+    async def watch_exit() -> None:
+        await process.wait()
+        info.returncode = process.returncode
+        info.exited.set()
+        # Read what the server left in the pipe, then end the connection even if
+        # a child of the server still holds stdout open.
+        with trio.move_on_after(STDOUT_AFTER_EXIT):
+            await stdout_done.wait()
+        await to_client.aclose()
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(read_stdout)
+        nursery.start_soon(write_stdin)
+        nursery.start_soon(read_stderr)
+        nursery.start_soon(watch_exit)
+        try:
+            yield read_stream, write_stream
+        finally:
+            with trio.CancelScope(shield=True):
+                await write_stream.aclose()
+                with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
+                    await stdin.aclose()
+                with trio.move_on_after(EXIT_GRACE):
+                    await process.wait()
+                await _end_group(process)
+                if process.returncode is not None:
+                    info.returncode = process.returncode
+                    info.exited.set()
+                else:
+                    log.warning("MCP server process %d survived SIGKILL", process.pid)
+                await read_stream.aclose()
+                with trio.move_on_after(STDOUT_AFTER_EXIT):
+                    await stdout_done.wait()
+            nursery.cancel_scope.cancel()
+    for pipe in (stdout, stderr):
+        with trio.CancelScope(shield=True):
+            await pipe.aclose()
+
+
+def _parse(line: bytes) -> SessionMessage | Exception:
+    try:
+        message = mcp_types.jsonrpc_message_adapter.validate_json(line, by_name=False)
+    except ValueError as error:
+        log.warning("MCP server sent a line that is not a JSON-RPC message: %.200r", line)
+        return error
+    return SessionMessage(message)
+
+
+def _keep_stderr(info: StdioProcess, raw: bytes) -> None:
+    line = raw.decode("utf-8", "replace").rstrip()
+    if not line:
+        return
+    log.debug("MCP server %r stderr: %s", info.name, line)
+    if len(line) > _STDERR_LINE_CHARS:
+        line = line[:_STDERR_LINE_CHARS] + "…"
+    info.stderr.append(line)

@@ -15,8 +15,8 @@ The rules for ``docs/**/*.md`` and ``README.md``:
   (it is still compiled). Keep these rare.
 - Relative links point to files that exist, and ``#anchors`` to headings that exist.
 - ``docs/api.md`` has an entry for every public name of ``agentloop``,
-  ``agentloop.providers``, ``agentloop.tools``, ``agentloop.testing`` and
-  ``agentloop.serialization``, in
+  ``agentloop.providers``, ``agentloop.tools``, ``agentloop.testing``,
+  ``agentloop.serialization`` and ``agentloop.mcp``, in
   that module's section, and no entry for a name the module does not export.
 """
 
@@ -41,6 +41,7 @@ import trio
 import trio.testing
 
 import agentloop
+import agentloop.mcp
 import agentloop.providers
 import agentloop.serialization
 import agentloop.testing
@@ -56,6 +57,7 @@ API_MODULES = [
     agentloop.tools,
     agentloop.testing,
     agentloop.serialization,
+    agentloop.mcp,
 ]
 
 FENCE = re.compile(r"^(?P<indent> *)```(?P<info>[^`]*)$")
@@ -284,7 +286,7 @@ ENTRY = re.compile(
     r"^(?:- |#{3,4} |\| )(?P<spans>`[^`]+`(?:,\s*`[^`]+`)*)",
     re.MULTILINE,
 )
-SPAN_NAME = re.compile(r"`(?:class |async def |def )?(?P<name>[A-Za-z_]\w*)")
+SPAN_NAME = re.compile(r"`(?:class |async def |def |async with )?(?P<name>[A-Za-z_]\w*)")
 
 
 def api_sections() -> dict[str, str]:

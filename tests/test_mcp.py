@@ -56,6 +56,9 @@ from agentloop.mcp import (
 from agentloop.providers import ScriptedProvider, call, reply
 from agentloop.testing import EventRecorder, assert_well_formed
 
+# In-process, "auto" speaks the 2026-07-28 protocol through direct calls; "legacy" runs
+# the initialize handshake and JSON-RPC over memory streams.
+PROTOCOLS = pytest.mark.parametrize("protocol", ["auto", "legacy"])
 BOUND = 30.0  # seconds: a ceiling on real-process waits, never the expected time
 ABORTED = "Cancelled: the run was aborted."
 
@@ -143,8 +146,9 @@ async def test_every_page_of_the_tool_list_is_read() -> None:
     assert results(agent)["c1"].text == "called bare"
 
 
-async def test_every_content_type_is_mapped() -> None:
-    async with open_mcp(build_server(), prefix="s") as srv:
+@PROTOCOLS
+async def test_every_content_type_is_mapped(protocol: str) -> None:
+    async with open_mcp(build_server(), prefix="s", protocol=protocol) as srv:
         agent, recorder = await run_calls(srv.tools, ("s__all_content", {}))
     result = results(agent)["c0"]
     assert not result.is_error
@@ -174,8 +178,9 @@ async def test_every_content_type_is_mapped() -> None:
     assert extras[1]["uri"] == "file:///tmp/report.txt"
 
 
-async def test_structured_content_goes_to_details() -> None:
-    async with open_mcp(build_server(), prefix="s") as srv:
+@PROTOCOLS
+async def test_structured_content_goes_to_details(protocol: str) -> None:
+    async with open_mcp(build_server(), prefix="s", protocol=protocol) as srv:
         structured = srv.tools[SERVER_TOOL_NAMES.index("structured")]
         assert structured.output_schema is not None
         assert structured.output_schema["required"] == ["n", "squared"]
@@ -189,8 +194,9 @@ async def test_structured_content_goes_to_details() -> None:
     }
 
 
-async def test_is_error_results_are_error_results() -> None:
-    async with open_mcp(build_server(), prefix="s") as srv:
+@PROTOCOLS
+async def test_is_error_results_are_error_results(protocol: str) -> None:
+    async with open_mcp(build_server(), prefix="s", protocol=protocol) as srv:
         agent, _ = await run_calls(
             srv.tools, ("s__fail", {"message": "no such row"}), ("s__crash", {})
         )
@@ -239,8 +245,9 @@ async def test_a_refused_call_is_a_tool_error() -> None:
     )
 
 
-async def test_progress_becomes_progress_and_update_events() -> None:
-    async with open_mcp(build_server(), prefix="s") as srv:
+@PROTOCOLS
+async def test_progress_becomes_progress_and_update_events(protocol: str) -> None:
+    async with open_mcp(build_server(), prefix="s", protocol=protocol) as srv:
         agent, recorder = await run_calls(srv.tools, ("s__progress", {"steps": 3}))
     assert results(agent)["c0"].text == "done"
     progress = [e.text for e in recorder.of_type(al.ProgressMessage)]

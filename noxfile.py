@@ -46,7 +46,8 @@ def docs(session: nox.Session) -> None:
 @nox.session(python="3.11")
 def bench(session: nox.Session) -> None:
     """Run the benchmarks; each prints a comparison table."""
-    session.install(".")
+    session.install(".[mcp]")
     session.run("python", "benchmarks/loop_overhead.py", *session.posargs)
     session.run("python", "benchmarks/sse_decode.py")
     session.run("python", "benchmarks/search.py")
+    session.run("python", "benchmarks/mcp_calls.py")

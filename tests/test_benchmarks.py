@@ -75,3 +75,13 @@ def test_search(tmp_path: Path, with_rg: bool) -> None:
     else:
         assert "rg is not on PATH: only the Python engine is timed" in lines
         assert variants == ["SearchTool, Python engine"]
+
+
+def test_mcp_calls() -> None:
+    """Every way of calling echo answers the same text before it is timed."""
+    lines = bench("mcp_calls.py", "--calls", "3", "--repeat", "1", "--concurrent", "3")
+    assert lines[1].split() == ["transport", "calls", "way", "µs/call", "vs", "sdk"]
+    rows = [line.split()[:3] for line in lines[2:]]
+    ways = ["sdk", "connection", "adapter"]
+    assert [row[2] for row in rows] == ways * 4
+    assert [row[0] for row in rows] == ["in-process"] * 6 + ["stdio"] * 6

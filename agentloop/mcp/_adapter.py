@@ -128,13 +128,20 @@ class McpToolAdapter:
                 f"MCP server '{self.connection.name}' no longer offers the tool '{self.tool_name}'"
             )
         send, receive = trio.open_memory_channel[tuple[float, float | None, str | None]](math.inf)
+        reporting = False
 
         async def on_progress(progress: float, total: float | None, message: str | None) -> None:
-            # Runs in the SDK's task: hand over to this call's task, which reports in order.
+            # Runs in the SDK's task: hand over to a task of this call, which reports in
+            # order; it starts at the first notification (most calls send none).
+            nonlocal reporting
             try:
                 send.send_nowait((progress, total, message))
             except (trio.ClosedResourceError, trio.BrokenResourceError):
                 pass  # the call is over
+            else:
+                if not reporting:
+                    reporting = True
+                    nursery.start_soon(report)
             await trio.lowlevel.checkpoint()
 
         async def report() -> None:
@@ -156,7 +163,6 @@ class McpToolAdapter:
                     await ctx.update(ToolResult.text(text, details=details))
 
         async with trio.open_nursery() as nursery:
-            nursery.start_soon(report)
             try:
                 result = await self.connection.call_tool(
                     self.tool_name, params, progress=on_progress

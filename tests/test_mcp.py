@@ -767,3 +767,49 @@ async def test_open_mcp_servers_names_the_servers_that_failed(tmp_path: Path) ->
             assert servers.errors == {"bad": str(info.value)}
             assert [t.name for t in servers.tools] == list(SERVER_TOOL_NAMES)
             assert repr(servers) == "McpServers(['good'], errors=['bad'])"
+
+
+async def test_a_failing_on_tools_changed_is_logged_and_the_connection_goes_on(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    called = trio.Event()
+
+    def on_changed(connection: McpConnection) -> None:
+        called.set()
+        raise RuntimeError("my callback broke")
+
+    async with open_mcp(build_server(), name="srv", on_tools_changed=on_changed) as srv:
+        assert await call_text(srv, "add_tool", {"name": "late"}) == "added"
+        with trio.fail_after(BOUND):
+            await called.wait()
+        assert await call_text(srv, "late", {}) == "I am late"
+        assert srv.connections == 1
+    failures = [r for r in caplog.records if r.name == "agentloop.mcp" and r.exc_info]
+    assert [r.getMessage() for r in failures] == ["MCP server 'srv': on_tools_changed failed"]
+
+
+async def test_a_restarted_server_with_other_tools_is_reported(tmp_path: Path) -> None:
+    """The server is restarted after a crash and comes back as another server (paged)."""
+    flag = tmp_path / "paged"
+    command, args = stdio_command()
+    script = f'if [ -e "{flag}" ]; then exec "$0" "$@" --paged; else exec "$0" "$@"; fi'
+    server = StdioServer("sh", ["-c", script, command, *args])
+    seen: list[list[str]] = []
+    reported = trio.Event()
+
+    def on_changed(connection: McpConnection) -> None:
+        seen.append([t.name for t in connection.tools])
+        reported.set()
+
+    with trio.fail_after(BOUND):
+        async with open_mcp(server, name="srv", on_tools_changed=on_changed) as srv:
+            assert [t.name for t in srv.tools] == list(SERVER_TOOL_NAMES)
+            flag.touch()
+            with pytest.raises(al.ToolError):
+                await srv.call_tool("die", {})
+            assert await call_text(srv, "t0_0", {}) == "called t0_0"
+            await reported.wait()
+            expected = [name for page in paged_tool_names() for name in page]
+            assert [t.name for t in srv.tools] == expected
+            assert seen == [expected]
+            assert srv.connections == 2

@@ -242,13 +242,15 @@ class McpConnection:
                     async with self._new_client() as client, trio.open_nursery() as watchers:
                         # Subscribe to list changes first, so that none is missed.
                         await watchers.start(self._listen, client)
-                        await self._load_tools(client)
+                        changed = await self._load_tools(client)
                         handshake.deadline = math.inf
                         self._connected_to(client)
                         attempt.done.set()
                         if not started:
                             started = True
                             task_status.started()
+                        elif changed:  # the server came back with other tools
+                            watchers.start_soon(self._tools_changed)
                         watchers.start_soon(self._watch_list, client)
                         await _first(self._closing.wait, self._lost.wait)
                         self._client = None
@@ -314,14 +316,23 @@ class McpConnection:
             await self._refresh.wait()
             self._refresh = trio.Event()
             try:
-                await self._load_tools(client)
+                changed = await self._load_tools(client)
             except Exception as error:
                 log.warning("MCP server %r: cannot list its tools again: %s", self.name, error)
                 continue
-            if self.on_tools_changed is not None:
-                outcome = self.on_tools_changed(self)
-                if isinstance(outcome, Awaitable):
-                    await outcome
+            if changed:
+                await self._tools_changed()
+
+    async def _tools_changed(self) -> None:
+        """Call ``on_tools_changed``; its failure is logged, it does not end the connection."""
+        if self.on_tools_changed is None:
+            return
+        try:
+            outcome = self.on_tools_changed(self)
+            if isinstance(outcome, Awaitable):
+                await outcome
+        except Exception:
+            log.exception("MCP server %r: on_tools_changed failed", self.name)
 
     async def _listen(
         self, client: Client, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
@@ -343,7 +354,8 @@ class McpConnection:
         if not subscribed:
             task_status.started()
 
-    async def _load_tools(self, client: Client) -> None:
+    async def _load_tools(self, client: Client) -> bool:
+        """List every page of the server's tools; whether ``tools`` changed."""
         listed: list[mcp_types.Tool] = []
         cursor: str | None = None
         seen: set[str] = set()
@@ -354,9 +366,9 @@ class McpConnection:
             if not cursor or cursor in seen:
                 break
             seen.add(cursor)
-        self._set_tools(listed)
+        return self._set_tools(listed)
 
-    def _set_tools(self, listed: Sequence[mcp_types.Tool]) -> None:
+    def _set_tools(self, listed: Sequence[mcp_types.Tool]) -> bool:
         from ._adapter import McpToolAdapter
 
         old = {adapter.tool_name: adapter for adapter in self._tools.values()}
@@ -371,7 +383,9 @@ class McpConnection:
             previous = old.get(tool.name)
             keep = previous is not None and previous.same_definition(adapter)
             tools[name] = previous if keep and previous is not None else adapter
+        changed = list(tools.values()) != list(self._tools.values())  # by identity (eq=False)
         self._tools = tools
+        return changed
 
     def offers(self, adapter: McpToolAdapter) -> bool:
         """Whether ``adapter`` is still one of this server's tools."""

@@ -72,8 +72,10 @@ async def open_mcp(
             past it the call is cancelled on the server. None: no limit.
         connect_timeout: Seconds to connect and complete the handshake, for
             the first connection and any reconnection.
-        on_tools_changed: Called (plain or async) with the connection after
-            the server said its tool list changed and it was listed again.
+        on_tools_changed: Called (plain or async) with the connection when its
+            tools changed: the server said so and was listed again, or it came
+            back from a reconnection with other tools. Its exceptions are logged
+            (``agentloop.mcp``), not raised.
         protocol: ``"auto"`` (ask the server which protocol it speaks, and
             fall back to the ``initialize`` handshake of older servers),
             ``"legacy"`` (the handshake only), or a protocol version to speak.

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import trio
 from mcp.client.stdio import StdioServerParameters
+from server_common import read_port, stop_process
 
 __all__ = [
     "SERVERS_PATH",
@@ -36,8 +37,6 @@ SERVERS_PATH: str = str(Path(__file__).resolve().with_name("mcp_servers.py"))
 """Absolute path of the server script."""
 
 _POLL_INTERVAL = 0.01
-_TERMINATE_GRACE = 5.0  # seconds between SIGTERM and SIGKILL
-_REAP_BOUND = 5.0  # seconds to wait for the kernel to report a SIGKILLed process
 
 
 def stdio_command(mode: str = "stdio", *extra: str) -> tuple[str, list[str]]:
@@ -49,32 +48,6 @@ def stdio_params(mode: str = "stdio", *extra: str) -> StdioServerParameters:
     """:func:`stdio_command` as the SDK's ``StdioServerParameters``."""
     command, args = stdio_command(mode, *extra)
     return StdioServerParameters(command=command, args=args)
-
-
-async def _read_port(stdout: trio.abc.ReceiveStream) -> int:
-    buffer = b""
-    while b"\n" not in buffer:
-        chunk = await stdout.receive_some()
-        if not chunk:
-            raise RuntimeError(f"server exited before printing its port (stdout: {buffer!r})")
-        buffer += chunk
-    line = buffer.split(b"\n", 1)[0].decode()
-    word, _, port = line.partition(" ")
-    if word != "PORT" or not port.isdigit():
-        raise RuntimeError(f"unexpected first line from the server: {line!r}")
-    return int(port)
-
-
-async def _stop(process: trio.Process) -> None:
-    """SIGTERM, then SIGKILL after a grace period; bounded, reaps the process."""
-    if process.returncode is None:
-        process.terminate()
-        with trio.move_on_after(_TERMINATE_GRACE):
-            await process.wait()
-    if process.returncode is None:
-        process.kill()
-        with trio.move_on_after(_REAP_BOUND):
-            await process.wait()
 
 
 @asynccontextmanager
@@ -94,12 +67,12 @@ async def serve_http(
     assert process.stdout is not None
     try:
         with trio.fail_after(startup_timeout):
-            port = await _read_port(process.stdout)
+            port = await read_port(process.stdout)
         path = "/mcp" if mode == "http" else "/sse"
         yield f"http://127.0.0.1:{port}{path}", process
     finally:
         with trio.CancelScope(shield=True):
-            await _stop(process)
+            await stop_process(process)
             await process.stdout.aclose()
 
 

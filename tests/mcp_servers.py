@@ -56,11 +56,9 @@ import io
 import json
 import os
 import socket
-import struct
 import subprocess
 import sys
 import wave
-import zlib
 from typing import Any, TypedDict
 
 import anyio
@@ -88,6 +86,7 @@ from mcp.types import (
     Tool,
     ToolAnnotations,
 )
+from server_common import png_1x1
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import Response
@@ -107,20 +106,6 @@ __all__ = [
 ]
 
 
-def _png_1x1() -> bytes:
-    """A valid 1x1 RGBA PNG (one transparent pixel)."""
-
-    def chunk(kind: bytes, data: bytes) -> bytes:
-        body = kind + data
-        return struct.pack(">I", len(data)) + body + struct.pack(">I", zlib.crc32(body))
-
-    header = struct.pack(">IIBBBBB", 1, 1, 8, 6, 0, 0, 0)  # 1x1, 8-bit RGBA
-    pixels = zlib.compress(b"\x00" + b"\x00\x00\x00\x00")  # filter byte + one pixel
-    return (
-        b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", pixels) + chunk(b"IEND", b"")
-    )
-
-
 def _wav_silence() -> bytes:
     """A valid mono 8 kHz 16-bit WAV file holding 8 samples of silence."""
     buffer = io.BytesIO()
@@ -132,7 +117,7 @@ def _wav_silence() -> bytes:
     return buffer.getvalue()
 
 
-PNG_BYTES: bytes = _png_1x1()
+PNG_BYTES: bytes = png_1x1()
 WAV_BYTES: bytes = _wav_silence()
 _PNG_B64 = base64.b64encode(PNG_BYTES).decode("ascii")
 _WAV_B64 = base64.b64encode(WAV_BYTES).decode("ascii")

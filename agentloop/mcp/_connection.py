@@ -13,10 +13,8 @@ bounded and shielded, by the SDK.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import logging
 import math
-import re
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -30,6 +28,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.exceptions import MCPError
 
+from .._names import model_tool_name, unique_name
 from .._tool import ToolError, format_duration
 from ._servers import HttpServer, SseServer, StdioServer
 from ._stdio import StdioProcess, stdio_transport
@@ -44,8 +43,6 @@ log = logging.getLogger("agentloop.mcp")
 #: Receives a call's progress: (progress, total or None, message or None).
 ProgressSink = Callable[[float, float | None, str | None], Awaitable[None]]
 
-_NAME_OK = re.compile(r"[^a-zA-Z0-9_-]")
-_MAX_NAME = 64
 _MAX_PAGES = 1000
 _HTTP_TIMEOUT = 30.0  # seconds to connect, send, or wait for a free connection
 _HTTP_READ_TIMEOUT = 300.0
@@ -65,12 +62,7 @@ def tool_name(prefix: str | None, raw: str) -> str:
     Model APIs accept ``[a-zA-Z0-9_-]{1,64}``: other characters become ``_``,
     and a name past 64 characters is cut and given a short hash of the whole.
     """
-    name = f"{prefix}__{raw}" if prefix else raw
-    cleaned = _NAME_OK.sub("_", name) or "_"
-    if len(cleaned) > _MAX_NAME:
-        digest = hashlib.sha256(name.encode("utf-8", "surrogatepass")).hexdigest()[:8]
-        cleaned = f"{cleaned[: _MAX_NAME - 9]}_{digest}"
-    return cleaned
+    return model_tool_name(prefix, raw)
 
 
 @attrs.define(eq=False)
@@ -374,11 +366,7 @@ class McpConnection:
         old = {adapter.tool_name: adapter for adapter in self._tools.values()}
         tools: dict[str, McpToolAdapter] = {}
         for tool in listed:
-            name = tool_name(self.prefix, tool.name)
-            base, number = name, 2
-            while name in tools:
-                suffix = f"_{number}"
-                name, number = base[: _MAX_NAME - len(suffix)] + suffix, number + 1
+            name = unique_name(tool_name(self.prefix, tool.name), tools)
             adapter = McpToolAdapter.from_tool(self, tool, name)
             previous = old.get(tool.name)
             keep = previous is not None and previous.same_definition(adapter)

@@ -51,3 +51,4 @@ def bench(session: nox.Session) -> None:
     session.run("python", "benchmarks/sse_decode.py")
     session.run("python", "benchmarks/search.py")
     session.run("python", "benchmarks/mcp_calls.py")
+    session.run("python", "benchmarks/openapi_parse.py")

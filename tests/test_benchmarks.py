@@ -85,3 +85,10 @@ def test_mcp_calls() -> None:
     ways = ["sdk", "connection", "adapter"]
     assert [row[2] for row in rows] == ways * 4
     assert [row[0] for row in rows] == ["in-process"] * 6 + ["stdio"] * 6
+
+
+def test_openapi_parse() -> None:
+    """Every description's tools have valid, unique schemas before they are timed."""
+    lines = bench("openapi_parse.py", "--repeat", "1")
+    rows = {line.split()[0]: line.split()[1] for line in lines[2:]}
+    assert rows == {"petstore-3.0.yaml": "19", "museum-3.1.yaml": "9", "github-api.json": "1223"}

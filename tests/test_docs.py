@@ -16,7 +16,7 @@ The rules for ``docs/**/*.md`` and ``README.md``:
 - Relative links point to files that exist, and ``#anchors`` to headings that exist.
 - ``docs/api.md`` has an entry for every public name of ``agentloop``,
   ``agentloop.providers``, ``agentloop.tools``, ``agentloop.testing``,
-  ``agentloop.serialization`` and ``agentloop.mcp``, in
+  ``agentloop.serialization``, ``agentloop.mcp`` and ``agentloop.openapi``, in
   that module's section, and no entry for a name the module does not export.
 """
 
@@ -42,6 +42,7 @@ import trio.testing
 
 import agentloop
 import agentloop.mcp
+import agentloop.openapi
 import agentloop.providers
 import agentloop.serialization
 import agentloop.testing
@@ -58,6 +59,7 @@ API_MODULES = [
     agentloop.testing,
     agentloop.serialization,
     agentloop.mcp,
+    agentloop.openapi,
 ]
 
 FENCE = re.compile(r"^(?P<indent> *)```(?P<info>[^`]*)$")

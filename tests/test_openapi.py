@@ -799,3 +799,60 @@ def test_a_large_public_spec() -> None:
     ]
     assert elsewhere == [("repos/upload-release-asset", "https://uploads.github.com")]
     assert len(tools) == 1223
+
+
+async def test_refs_across_files_from_the_data_directory_on_the_wire() -> None:
+    """echo-refs/main.yaml: a parameter in common/params.yaml whose schema is in ../schemas.yaml."""
+    with trio.fail_after(BOUND):
+        async with serve_openapi_echo() as base:
+            tools = OpenApiToolAdapter.from_file(
+                DATA / "echo-refs" / "main.yaml", OpenApiConfig(base_url=base)
+            )
+            assert [t.name for t in tools] == ["listThings", "createThing"]
+            create = tools[1]
+            assert create.parameters_schema == {
+                "type": "object",
+                "properties": {
+                    "limit": {
+                        "type": "integer",
+                        "minimum": 1,
+                        "maximum": 50,
+                        "default": 10,
+                        "description": "Maximum number of things.",
+                    },
+                    "body": {
+                        "type": "object",
+                        "required": ["name"],
+                        "properties": {
+                            "name": {"type": "string", "description": "The thing's name."},
+                            "part": {
+                                "type": "object",
+                                "properties": {"size": {"type": "integer", "minimum": 0}},
+                            },
+                        },
+                    },
+                },
+                "required": ["body"],
+            }
+            seen = await echo(create, {"limit": 5, "body": {"name": "x", "part": {"size": 2}}})
+    assert (seen["method"], seen["path"], seen["query"]) == ("POST", "/echo/refs/things", "limit=5")
+    assert json.loads(seen["body"]) == {"name": "x", "part": {"size": 2}}
+
+
+def test_a_31_description_with_server_variables_and_ref_siblings() -> None:
+    tools = {t.name: t for t in OpenApiToolAdapter.from_file(DATA / "museum-3.1.yaml")}
+    assert len(tools) == 9
+    event = tools["getSpecialEvent"]
+    assert event.base_url == "https://api.museum.example/api"
+    assert event.parameters_schema == {
+        "type": "object",
+        "properties": {
+            "eventId": {
+                "type": "string",
+                "format": "uuid",
+                "examples": ["dad4bce8-f5cb-4078-a211-995864315e39"],
+                "description": "Identifier for a special event.",
+            }
+        },
+        "required": ["eventId"],
+    }

@@ -16,7 +16,8 @@ The rules for ``docs/**/*.md`` and ``README.md``:
 - Relative links point to files that exist, and ``#anchors`` to headings that exist.
 - ``docs/api.md`` has an entry for every public name of ``agentloop``,
   ``agentloop.providers``, ``agentloop.tools``, ``agentloop.testing``,
-  ``agentloop.serialization``, ``agentloop.mcp`` and ``agentloop.openapi``, in
+  ``agentloop.serialization``, ``agentloop.mcp``, ``agentloop.openapi`` and
+  ``agentloop.session``, in
   that module's section, and no entry for a name the module does not export.
 """
 
@@ -45,6 +46,7 @@ import agentloop.mcp
 import agentloop.openapi
 import agentloop.providers
 import agentloop.serialization
+import agentloop.session
 import agentloop.testing
 import agentloop.tools
 
@@ -60,6 +62,7 @@ API_MODULES = [
     agentloop.serialization,
     agentloop.mcp,
     agentloop.openapi,
+    agentloop.session,
 ]
 
 FENCE = re.compile(r"^(?P<indent> *)```(?P<info>[^`]*)$")

@@ -1,0 +1,431 @@
+"""Sessions: a run recorded as JSON Lines, loaded again, and resumed.
+
+Record every event of a run; the recorder keeps what rebuilds the conversation::
+
+    with SessionRecorder(new_session_path(), meta={"model": "claude-sonnet-5"}) as recorder:
+        async with agent.prompt("Fix the failing test") as events:
+            async for event in events:
+                recorder.record(event)
+                ...
+
+Later, in another process::
+
+    session = load_session(path)
+    agent = Agent(provider, tools=tools)
+    session.restore(agent)          # history, pruned and compacted context
+    await agent.run("Go on")
+
+The file holds one JSON object per line: a ``session`` header, then events as
+:mod:`agentloop.serialization` writes them (``MessageEnd``, ``TurnEnd``, tool
+starts and ends, ``PrunApplied``, ``CompactionEnded``, ``AgentStart`` and
+``AgentEnd``; deltas and updates are left out). It is flushed to disk at every
+turn end, so a crash loses at most the turn in flight.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import logging
+import os
+import secrets
+from collections.abc import Mapping
+from pathlib import Path
+from types import TracebackType
+from typing import IO, Any
+
+import attrs
+
+from . import _events as ev
+from ._types import AssistantMessage, Message, StopReason, TextContent, ToolResultMessage, Usage
+from ._types import UserMessage as _UserMessage
+from .serialization import DeserializationError, from_dict, to_dict
+
+__all__ = [
+    "INTERRUPTED",
+    "SESSION_FORMAT",
+    "Session",
+    "SessionInfo",
+    "SessionRecorder",
+    "find_session",
+    "list_sessions",
+    "load_session",
+    "new_session_path",
+    "session_directory",
+]
+
+log = logging.getLogger("agentloop.session")
+
+SESSION_FORMAT = 1
+"""The version of the file format, in each file's header."""
+
+INTERRUPTED = "The session ended before this tool call finished; it has no result."
+"""The result given, on loading, to a tool call the recording has no result for."""
+
+_KEPT = (
+    ev.AgentStart,
+    ev.AgentEnd,
+    ev.TurnEnd,
+    ev.MessageEnd,
+    ev.ToolExecutionStart,
+    ev.ToolExecutionEnd,
+    ev.PrunApplied,
+    ev.CompactionEnded,
+)
+
+
+# --------------------------------------------------------------------------- where
+
+
+def session_directory() -> Path:
+    """Where sessions are kept: ``$AGENTLOOP_HOME/sessions``, else under the user's data directory.
+
+    The data directory is ``$XDG_DATA_HOME/agentloop``, else
+    ``~/.local/share/agentloop``. The directory is not created here.
+    """
+    home = os.environ.get("AGENTLOOP_HOME")
+    if home:
+        return Path(home) / "sessions"
+    data = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return Path(data) / "agentloop" / "sessions"
+
+
+def new_session_path(directory: str | os.PathLike[str] | None = None) -> Path:
+    """A path for a new session file: ``<UTC time>-<random>.jsonl``, in ``directory``.
+
+    The directory (default: :func:`session_directory`) is created if needed.
+    """
+    folder = Path(directory) if directory is not None else session_directory()
+    folder.mkdir(parents=True, exist_ok=True)
+    stamp = datetime.datetime.now(datetime.UTC).strftime("%Y%m%d-%H%M%S")
+    return folder / f"{stamp}-{secrets.token_hex(3)}.jsonl"
+
+
+# --------------------------------------------------------------------------- recording
+
+
+class SessionRecorder:
+    """Writes the events of runs to a session file, one JSON object per line.
+
+    Give it every event (:meth:`record` keeps those that matter); it writes
+    the header first, and flushes to disk (``fsync``) at each ``TurnEnd`` and
+    ``AgentEnd``. An existing file is appended to (a resumed session goes on
+    in the same file). A sub-agent's events can be recorded too (pass
+    ``recorder.record`` as its ``on_event``): they carry their own ``loop_id``
+    and are linked by the parent's ``ToolExecutionEnd.child_loop_id``.
+
+    Use it as a context manager, or call :meth:`close`.
+
+    Raises:
+        OSError: the file cannot be opened or written.
+    """
+
+    def __init__(
+        self, path: str | os.PathLike[str], *, meta: Mapping[str, Any] | None = None
+    ) -> None:
+        self.path = Path(path)
+        exists = self.path.exists() and self.path.stat().st_size > 0
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        torn = exists and not _ends_with_newline(self.path)
+        self._file: IO[str] | None = self.path.open("a", encoding="utf-8")
+        if torn:  # the last run died mid-line: start on a line of our own
+            self._file.write("\n")
+        if exists:
+            self.session_id = _read_header(self.path).get("id") or self.path.stem
+        else:
+            self.session_id = self.path.stem
+            self._write(
+                {
+                    "type": "session",
+                    "format": SESSION_FORMAT,
+                    "id": self.session_id,
+                    "created": datetime.datetime.now(datetime.UTC).isoformat(),
+                    "meta": dict(meta or {}),
+                }
+            )
+            self.flush()
+
+    def __repr__(self) -> str:
+        return f"<SessionRecorder {str(self.path)!r}>"
+
+    def record(self, event: ev.AgentEvent) -> None:
+        """Write ``event`` if it is one a session keeps; flush at turn and run ends."""
+        if not isinstance(event, _KEPT):
+            return
+        self._write(to_dict(event))
+        if isinstance(event, ev.TurnEnd | ev.AgentEnd):
+            self.flush()
+
+    def flush(self) -> None:
+        """Push what was written to disk."""
+        if self._file is not None:
+            self._file.flush()
+            os.fsync(self._file.fileno())
+
+    def close(self) -> None:
+        """Flush and close the file; later events are not recorded."""
+        if self._file is not None:
+            self.flush()
+            self._file.close()
+            self._file = None
+
+    def __enter__(self) -> SessionRecorder:
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def _write(self, data: Mapping[str, Any]) -> None:
+        if self._file is None:
+            raise ValueError(f"the session recorder for {self.path} is closed")
+        self._file.write(json.dumps(data, ensure_ascii=False, separators=(",", ":")) + "\n")
+
+
+# --------------------------------------------------------------------------- loading
+
+
+@attrs.frozen
+class Session:
+    """A recorded session, loaded.
+
+    Attributes:
+        session_id: The session's id (its file name without ``.jsonl``).
+        path: The file.
+        meta: What the recorder was given (the model, the directory...).
+        messages: The conversation of the top-level runs, in order and in
+            each message's final form; a tool call the recording has no result
+            for is given an error result (``INTERRUPTED``), so the history is
+            one a model accepts.
+        records: The prun and compaction records, in order.
+        children: Each sub-agent run's messages, by its loop id (the parent's
+            ``ToolExecutionEnd.child_loop_id``).
+        usage: The model usage of the recorded runs, summed.
+        warnings: What was skipped while reading (a torn last line, say).
+    """
+
+    session_id: str
+    path: Path
+    meta: dict[str, Any]
+    messages: tuple[Message, ...]
+    records: tuple[ev.PrunRecord | ev.CompactionRecord, ...]
+    children: dict[str, tuple[Message, ...]]
+    usage: Usage
+    warnings: tuple[str, ...]
+
+    def restore(self, agent: Any) -> None:
+        """Put this session's history and context into ``agent`` (which must be idle).
+
+        The agent's previous history and queues are dropped. Prun and
+        compaction records are applied again, so the agent's working context
+        is the one the recorded run had.
+
+        Raises:
+            RuntimeError: the agent is running.
+        """
+        agent.reset()
+        agent.context.messages = list(self.messages)
+        for record in self.records:
+            agent.context.apply_record(record)
+
+
+def load_session(path: str | os.PathLike[str]) -> Session:
+    """Read a session file.
+
+    A line that cannot be read (the last one, torn by a crash mid-write, or
+    any other) is skipped with a warning (logged on ``agentloop.session`` and
+    kept in ``Session.warnings``); it never stops the loading.
+
+    Raises:
+        OSError: the file cannot be read.
+        ValueError: it is not a session file (no ``session`` header line).
+    """
+    path = Path(path)
+    lines = path.read_text(encoding="utf-8", errors="replace").split("\n")
+    warnings: list[str] = []
+    header: dict[str, Any] | None = None
+    events: list[ev.AgentEvent] = []
+    last = max((i for i, line in enumerate(lines) if line.strip()), default=-1)
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            data = json.loads(line)
+            if not isinstance(data, dict):
+                raise ValueError("not an object")
+            if data.get("type") == "session":
+                header = header or data
+                continue
+            events.append(from_dict(data, ev.AgentEvent))
+        except (ValueError, DeserializationError) as error:
+            torn = number - 1 == last and not line.endswith("}")
+            what = "a torn last line" if torn else f"line {number}"
+            warning = f"{path}: skipped {what}: {_short(error)}"
+            log.warning("%s", warning)
+            warnings.append(warning)
+    if header is None:
+        raise ValueError(f"{path} is not an agentloop session (no session header)")
+    return _assemble(path, header, events, warnings)
+
+
+def _short(error: BaseException) -> str:
+    text = str(error).splitlines()[0] if str(error) else type(error).__name__
+    return text if len(text) <= 120 else text[:119] + "…"
+
+
+def _assemble(
+    path: Path, header: dict[str, Any], events: list[ev.AgentEvent], warnings: list[str]
+) -> Session:
+    children_of: dict[str, str] = {}  # child loop id -> parent loop id
+    for event in events:
+        if isinstance(event, ev.AgentStart) and event.parent_loop_id is not None:
+            children_of[event.loop_id] = event.parent_loop_id
+    by_loop: dict[str, dict[int, Message]] = {}
+    records: list[ev.PrunRecord | ev.CompactionRecord] = []
+    usage = Usage()
+    for event in events:
+        top = event.loop_id not in children_of
+        messages = by_loop.setdefault("" if top else event.loop_id, {})
+        match event:
+            case ev.MessageEnd(message=message):
+                messages[message.timestamp] = message
+            case ev.TurnEnd(message=message, tool_results=results):
+                # The final form: an aborted turn's assistant message is marked after its end.
+                messages[message.timestamp] = message
+                for result in results:
+                    messages[result.timestamp] = result
+            case ev.AgentEnd(messages=final, usage=run_usage):
+                for message in final:
+                    messages[message.timestamp] = message
+                if top:
+                    usage = usage + run_usage
+            case ev.PrunApplied(record=record) if top:
+                records.append(record)
+            case ev.CompactionEnded(record=record) if top and record is not None:
+                records.append(record)
+            case _:
+                pass
+    conversation = _answered(sorted(by_loop.pop("", {}).items()))
+    children = {loop: _answered(sorted(found.items())) for loop, found in by_loop.items()}
+    return Session(
+        session_id=str(header.get("id") or path.stem),
+        path=path,
+        meta=dict(header.get("meta") or {}),
+        messages=conversation,
+        records=tuple(records),
+        children=children,
+        usage=usage,
+        warnings=tuple(warnings),
+    )
+
+
+def _answered(ordered: list[tuple[int, Message]]) -> tuple[Message, ...]:
+    """The messages, with an error result for each tool call left without one."""
+    out: list[Message] = []
+    open_calls: dict[str, str] = {}
+
+    def close_open() -> None:
+        for call_id, name in open_calls.items():
+            out.append(
+                ToolResultMessage(
+                    tool_call_id=call_id,
+                    tool_name=name,
+                    content=(TextContent(INTERRUPTED),),
+                    is_error=True,
+                    timestamp=out[-1].timestamp + 1 if out else 0,
+                )
+            )
+        open_calls.clear()
+
+    for _, message in ordered:
+        if isinstance(message, ToolResultMessage):
+            if open_calls.pop(message.tool_call_id, None) is not None:
+                out.append(message)
+            continue  # a result with no call before it cannot be sent
+        if open_calls:  # a user or assistant message: the calls before it got no result
+            close_open()
+        out.append(message)
+        if isinstance(message, AssistantMessage) and message.stop_reason != StopReason.ERROR:
+            open_calls.update({call.id: call.name for call in message.tool_calls})
+    close_open()
+    return tuple(out)
+
+
+# --------------------------------------------------------------------------- listing
+
+
+@attrs.frozen
+class SessionInfo:
+    """A saved session, as :func:`list_sessions` describes it."""
+
+    session_id: str
+    path: Path
+    modified: datetime.datetime
+    title: str
+    messages: int
+
+
+def list_sessions(directory: str | os.PathLike[str] | None = None) -> list[SessionInfo]:
+    """The sessions in ``directory`` (default: :func:`session_directory`), newest first.
+
+    ``title`` is the first user prompt (cut at 60 characters). Files that are
+    not sessions are left out.
+    """
+    folder = Path(directory) if directory is not None else session_directory()
+    if not folder.is_dir():
+        return []
+    found: list[SessionInfo] = []
+    for path in folder.glob("*.jsonl"):
+        try:
+            session = load_session(path)
+        except (OSError, ValueError):
+            continue
+        title = next(
+            (m.text for m in session.messages if isinstance(m, _UserMessage) and m.text), ""
+        )
+        title = " ".join(title.split())
+        if len(title) > 60:
+            title = title[:59] + "…"
+        modified = datetime.datetime.fromtimestamp(path.stat().st_mtime, datetime.UTC)
+        found.append(SessionInfo(session.session_id, path, modified, title, len(session.messages)))
+    found.sort(key=lambda info: (info.modified, info.session_id), reverse=True)
+    return found
+
+
+def find_session(session_id: str, directory: str | os.PathLike[str] | None = None) -> Path:
+    """The file of the session ``session_id`` (or the only one whose id starts with it).
+
+    Raises:
+        LookupError: no session has that id, or several start with it.
+    """
+    folder = Path(directory) if directory is not None else session_directory()
+    exact = folder / f"{session_id}.jsonl"
+    if exact.is_file():
+        return exact
+    matches = sorted(folder.glob(f"{session_id}*.jsonl")) if folder.is_dir() else []
+    if len(matches) == 1:
+        return matches[0]
+    if not matches:
+        raise LookupError(f"no session {session_id!r} in {folder}")
+    names = ", ".join(p.stem for p in matches)
+    raise LookupError(f"several sessions start with {session_id!r}: {names}")
+
+
+def _read_header(path: Path) -> dict[str, Any]:
+    with path.open(encoding="utf-8", errors="replace") as file:
+        first = file.readline()
+    try:
+        data = json.loads(first)
+    except ValueError:
+        return {}
+    return data if isinstance(data, dict) and data.get("type") == "session" else {}
+
+
+def _ends_with_newline(path: Path) -> bool:
+    with path.open("rb") as file:
+        file.seek(-1, os.SEEK_END)
+        return file.read(1) == b"\n"

@@ -377,3 +377,19 @@ async def test_no_after_hook_when_the_run_is_cancelled(autojump_clock: Any) -> N
                 break
     assert log == []
     assert_well_formed(agent.messages)
+
+
+async def test_an_abort_during_tools_still_counts_the_turns_model_usage(
+    autojump_clock: Any,
+) -> None:
+    """The model call that asked for the tools was made: AgentEnd.usage includes it."""
+    usage = al.Usage(input=120, output=30, total_tokens=150)
+    model = ScriptedProvider([reply(call("sleep", {"seconds": 100}, id="c1"), usage=usage)])
+    agent = al.Agent(model, tools=[Sleeper()])
+    async with agent.prompt("nap") as events:
+        async for event in events:
+            if isinstance(event, al.ToolExecutionStart):
+                agent.abort()
+            if isinstance(event, al.AgentEnd):
+                end = event
+    assert end.usage == usage

@@ -266,13 +266,14 @@ class Run:
                         await call_hook(config.on_error, assistant.error_message or "Unknown error")
                     await self._end_turn(turn)
                     return
+                # The model call is paid for whatever happens to its tools (an abort, say).
+                self.usage += assistant.usage
+                self._tokens_used += assistant.usage.input + assistant.usage.output
                 calls = assistant.tool_calls
                 if calls:
                     await execute_tool_calls(self, turn, self.poll_steering)
                     await self._settle_owed(*self._apply_pruns(turn))
                 self._turns_done += 1
-                self.usage += assistant.usage
-                self._tokens_used += assistant.usage.input + assistant.usage.output
                 await self._end_turn(turn)
                 if self.pending:
                     continue

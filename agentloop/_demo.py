@@ -112,8 +112,8 @@ def _last_result(request: ModelRequest) -> str:
     return ""
 
 
-def _first_prompt(request: ModelRequest) -> str:
-    for message in request.messages:
+def _last_prompt(request: ModelRequest) -> str:
+    for message in reversed(request.messages):
         if isinstance(message, UserMessage):
             return "".join(b.text for b in message.content if isinstance(b, TextContent))
     return ""
@@ -134,7 +134,7 @@ def _pick_files(request: ModelRequest) -> ScriptedTurn:
 
 def _summarise(request: ModelRequest) -> ScriptedTurn:
     counts = _last_result(request)
-    prompt = _first_prompt(request)
+    prompt = _last_prompt(request)
     return reply(
         f"Here is what I found:\n{counts}\n\n"
         f"You asked: {json.dumps(prompt)}. I am agentloop's offline demo model, so I follow "

@@ -1,4 +1,8 @@
-"""`python -m agentloop`: the offline demo, run as a real process."""
+"""`python -m agentloop`: the offline demo, run as a real process.
+
+The terminal agent's options, model choice, rendering and interactive use are
+tested in ``test_cli.py``.
+"""
 
 from __future__ import annotations
 
@@ -10,10 +14,12 @@ from pathlib import Path
 
 def run_cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if k not in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY")}
+    env["AGENTLOOP_HOME"] = str(cwd.parent / f"{cwd.name}-agentloop-home")  # sessions go here
     return subprocess.run(
         [sys.executable, "-m", "agentloop", *args],
         cwd=cwd,
         env=env,
+        stdin=subprocess.DEVNULL,
         capture_output=True,
         text=True,
         timeout=60,
@@ -95,33 +101,15 @@ async def test_demo_count_lines_refuses_paths_outside_its_root(tmp_path: Path) -
         await tool.execute({"paths": ["../secret"]}, ctx)
 
 
-def test_model_is_chosen_by_the_key_that_is_set() -> None:
-    """Anthropic's key wins, then OpenAI's; with neither, the offline demo model."""
-    from agentloop.__main__ import choose_model
-    from agentloop.providers import AnthropicProvider, OpenAIProvider, ScriptedProvider
-
-    both = {"ANTHROPIC_API_KEY": "sk-ant-x", "OPENAI_API_KEY": "sk-oa-x"}
-    provider, note = choose_model(both, paced=False)
-    assert isinstance(provider, AnthropicProvider)
-    assert note == "agentloop: using Anthropic model claude-sonnet-5."
-    assert provider.model.resolve_api_key() == "sk-ant-x"
-    provider, note = choose_model({"OPENAI_API_KEY": "sk-oa-x"}, paced=False)
-    assert isinstance(provider, OpenAIProvider)
-    assert note == "agentloop: using OpenAI model gpt-5.4."
-    provider, note = choose_model({}, paced=False)
-    assert isinstance(provider, ScriptedProvider)
-    assert note.startswith("agentloop: using the offline demo model")
-
-
 def test_printer_shows_thinking_and_retries() -> None:
     """Thinking streams inline (plain when not a terminal); a retry gets its own line."""
     import io
 
     import agentloop as al
-    from agentloop.__main__ import Printer
+    from agentloop._cli import Renderer, Screen, make_console
 
     out = io.StringIO()
-    printer = Printer(out)
+    printer = Renderer(Screen(make_console(out)))
     message = al.AssistantMessage((), al.StopReason.STOP)
     for delta in (
         al.ThinkingDelta(delta="hmm"),

@@ -1,0 +1,476 @@
+"""The terminal agent: the interactive loop, one-shot runs, input routing, Ctrl-C, sessions.
+
+Everything runs in one trio run, in these tasks:
+
+- the interrupt watcher: ``trio.open_signal_receiver(SIGINT)``, so Ctrl-C is an
+  event, never a ``KeyboardInterrupt`` thrown into some task. During a run it
+  aborts the run (softly: every tool call still gets a result, and bash's
+  process group is killed by the tool); a second Ctrl-C in the same run, or one
+  at the prompt, quits with status 130 by cancelling the app's scope.
+- the line reader (:class:`~._input.LineReader`): standard input, line by line.
+- the main task: the prompt, the commands, and each run (``agent.prompt()``:
+  every event is recorded to the session and rendered).
+- during a run, the input router: a typed line is steering (``agent.steer``),
+  ``/later TEXT`` a follow-up, ``/quit`` quits; while a permission question
+  waits, the next line goes to it instead.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+import sys
+from pathlib import Path
+from typing import TextIO
+
+import trio
+
+from .. import _events as ev
+from .._agent import Agent
+from .._demo import CountLines, ListDirectory
+from .._permissions import PermissionRequest, Permissions
+from .._tool import AgentTool
+from .._types import AssistantMessage, StopReason, UserMessage
+from ..session import (
+    SessionRecorder,
+    find_session,
+    list_sessions,
+    load_session,
+    new_session_path,
+)
+from ..tools import default_tools
+from ._args import Options
+from ._commands import help_lines, permission_lines, session_lines, tool_lines
+from ._input import LineReader
+from ._models import ModelChoice
+from ._render import Renderer, Screen
+from ._setup import (
+    SetupError,
+    describe_request,
+    make_permissions,
+    mcp_tools,
+    openapi_tools,
+    system_prompt,
+)
+
+__all__ = ["App"]
+
+PROMPT = "\u203a "  # a single right-pointing angle quotation mark, then a space
+BANNER = "Type a prompt; /help lists the commands. Ctrl-C stops a run; Ctrl-D quits."
+_CATCH_UP_LIMIT = 1000  # checkpoints to wait for the renderer before asking anyway
+_YES = frozenset({"y", "yes"})
+
+
+class App:
+    """One invocation of the terminal agent. :meth:`run` returns the exit status.
+
+    Args:
+        options: The command line.
+        choice: The model.
+        screen: Where everything is shown.
+        stdin_fd: Where lines of input come from.
+        stderr: Where setup errors go.
+    """
+
+    def __init__(
+        self,
+        options: Options,
+        choice: ModelChoice,
+        screen: Screen,
+        *,
+        stdin_fd: int = 0,
+        stderr: TextIO | None = None,
+    ) -> None:
+        self.options = options
+        self.choice = choice
+        self.screen = screen
+        self.renderer = Renderer(screen)
+        self.stdin_fd = stdin_fd
+        self.stderr = stderr if stderr is not None else sys.stderr
+        self.exit_code = 0
+        self.permissions: Permissions | None = None
+        self.session_path: Path | None = None  # None: a new file at the first run
+        self._agent: Agent | None = None
+        self._reader: LineReader | None = None
+        self._recorder: SessionRecorder | None = None
+        self._recording_failed = False
+        self._scope = trio.CancelScope()
+        self._running = False  # a run is going on
+        self._stopping = False  # Ctrl-C asked this run to stop
+        self._routing = False  # the input router owns the input (during a run)
+        self._approval: trio.MemorySendChannel[str | None] | None = None
+        self._approval_lock = trio.Lock()
+        self._events: trio.MemoryReceiveChannel[ev.AgentEvent] | None = None
+
+    @property
+    def interactive(self) -> bool:
+        """Whether this is an interactive session (no prompt on the command line)."""
+        return self.options.prompt is None
+
+    @property
+    def agent(self) -> Agent:
+        """The agent (once set up)."""
+        if self._agent is None:
+            raise RuntimeError("the agent is not set up yet")
+        return self._agent
+
+    @property
+    def reader(self) -> LineReader:
+        """The lines of standard input (once running)."""
+        if self._reader is None:
+            raise RuntimeError("the app is not running")
+        return self._reader
+
+    # ----------------------------------------------------------------- lifecycle
+
+    async def run(self) -> int:
+        """Set up, run the prompt or the interactive loop, clean up; return the exit status."""
+        async with trio.open_nursery() as nursery:
+            await nursery.start(self._watch_interrupts)
+            self._reader = LineReader(nursery, self.stdin_fd)
+            try:
+                with self._scope:
+                    async with contextlib.AsyncExitStack() as stack:
+                        try:
+                            await self._setup(stack)
+                        except SetupError as error:
+                            self.screen.end_line()
+                            print(f"agentloop: {error}", file=self.stderr, flush=True)
+                            self.exit_code = 2
+                        else:
+                            prompt = self.options.prompt
+                            self.exit_code = (
+                                await self._repl() if prompt is None else await self._run(prompt)
+                            )
+            finally:
+                self._close_recorder()
+                await self._close_provider()
+                nursery.cancel_scope.cancel()
+        return self.exit_code
+
+    def quit(self, code: int) -> None:
+        """Leave now with exit status ``code``: a run going on is cancelled."""
+        self.exit_code = code
+        self._scope.cancel()
+
+    def interrupt(self) -> None:
+        """Ctrl-C: stop the run; a second one in the same run, or one at the prompt, quits."""
+        if self._running and not self._stopping:
+            self._stopping = True
+            self.agent.abort()
+            self.screen.line("stopping the run (Ctrl-C again quits)", "yellow")
+        else:
+            self.screen.end_line()
+            self.quit(130)
+
+    async def _watch_interrupts(
+        self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
+    ) -> None:
+        with trio.open_signal_receiver(signal.SIGINT) as interrupts:
+            task_status.started()
+            async for _ in interrupts:
+                self.interrupt()
+
+    async def _close_provider(self) -> None:
+        aclose = getattr(self.choice.provider, "aclose", None)
+        if aclose is not None:
+            with trio.move_on_after(5, shield=True):
+                await aclose()
+
+    # ----------------------------------------------------------------- setup
+
+    async def _setup(self, stack: contextlib.AsyncExitStack) -> None:
+        options, choice, screen = self.options, self.choice, self.screen
+        root = options.directory
+        screen.line(choice.note)
+        tools: list[AgentTool] = list(default_tools(root))
+        also_allowed: list[str] = []
+        if choice.demo:
+            demo_tools: list[AgentTool] = [ListDirectory(root), CountLines(root)]
+            tools += demo_tools
+            also_allowed = [tool.name for tool in demo_tools]
+        tools += await openapi_tools(options.openapi, options.openapi_base_url)
+        if options.mcp_config is not None:
+            tools += await mcp_tools(options.mcp_config, stack, screen)
+        self.permissions = make_permissions(self._approve, also_allowed=also_allowed)
+        try:
+            self._agent = Agent(
+                choice.provider,
+                system_prompt=system_prompt(root),
+                tools=tools,
+                permissions=self.permissions,
+            )
+        except (TypeError, ValueError) as error:
+            raise SetupError(f"cannot use these tools together: {error}") from error
+        if options.resume is not None:
+            await self._resume(options.resume)
+        if self.interactive:
+            screen.line(BANNER, "dim")
+        screen.line("")
+
+    async def _resume(self, session_id: str) -> None:
+        """Load a session (``""``: the latest) into the idle agent; record to its file from now on.
+
+        Raises:
+            SetupError: there is no such session, or it cannot be read.
+        """
+        try:
+            if session_id:
+                path = await trio.to_thread.run_sync(find_session, session_id)
+            else:
+                sessions = await trio.to_thread.run_sync(list_sessions)
+                if not sessions:
+                    raise SetupError("there is no saved session to resume")
+                path = sessions[0].path
+            session = await trio.to_thread.run_sync(load_session, path)
+        except LookupError as error:
+            raise SetupError(str(error)) from error
+        except (OSError, ValueError) as error:
+            raise SetupError(f"cannot resume the session: {error}") from error
+        self._close_recorder()
+        session.restore(self.agent)
+        self.session_path = path
+        self._recording_failed = False
+        count = len(session.messages)
+        self.screen.line(
+            f"agentloop: resumed session {session.session_id}: "
+            f"{count} message{'' if count == 1 else 's'} restored."
+        )
+        for warning in session.warnings:
+            self.screen.line(f"agentloop: {warning}", "yellow")
+
+    # ----------------------------------------------------------------- sessions
+
+    def _open_recorder(self) -> None:
+        if self._recorder is not None or self._recording_failed:
+            return
+        try:
+            path = self.session_path or new_session_path()
+            self._recorder = SessionRecorder(
+                path, meta={"cwd": str(self.options.directory), "model": self.choice.label}
+            )
+        except OSError as error:
+            self._recording_failed = True
+            self.screen.error(f"agentloop: this session is not recorded: {error}")
+            return
+        self.session_path = path
+
+    def _record(self, event: ev.AgentEvent) -> None:
+        if self._recorder is None:
+            return
+        try:
+            self._recorder.record(event)
+        except OSError as error:
+            self._recording_failed = True
+            self._close_recorder()
+            self.screen.error(f"agentloop: recording stopped: {error}")
+
+    def _close_recorder(self) -> None:
+        recorder, self._recorder = self._recorder, None
+        if recorder is not None:
+            try:
+                recorder.close()
+            except OSError as error:
+                self.screen.error(f"agentloop: the session file could not be closed: {error}")
+
+    # ----------------------------------------------------------------- running
+
+    async def _repl(self) -> int:
+        try:
+            while True:
+                queued = [*self.agent.steering_queue, *self.agent.follow_up_queue]
+                if queued:  # typed as the last run ended: they start the next one
+                    self.agent.clear_queues()
+                    for message in queued:
+                        self.screen.line(f"\u21aa {message.text}", "bold")
+                    await self._run(*queued)
+                    continue
+                self.screen.ask(PROMPT)
+                line = await self.reader.readline()
+                self.screen.answered(line)
+                if line is None:
+                    return 0
+                text = line.strip()
+                if not text:
+                    continue
+                if text.startswith("//"):
+                    text = text[1:]
+                elif text.startswith("/"):
+                    if await self._command(text, running=False):
+                        return 0
+                    continue
+                await self._run(text)
+        finally:
+            if self.session_path is not None and not self._recording_failed:
+                self.screen.line(
+                    f"agentloop: session saved in {self.session_path} "
+                    f"(continue it with: agentloop --resume {self.session_path.stem})",
+                    "dim",
+                )
+
+    async def _run(self, *messages: str | UserMessage) -> int:
+        """Run the agent on ``messages``; the status: 0, 1 (an error), 130 (stopped)."""
+        self._open_recorder()
+        self._running, self._stopping = True, False
+        last: AssistantMessage | None = None
+        failed = False
+        try:
+            async with trio.open_nursery() as nursery:
+                if self.interactive and self.screen.input_is_terminal:
+                    # Typeahead on a terminal steers the run; piped input is a
+                    # script of prompts, each read when the one before is done.
+                    self._routing = True
+                    nursery.start_soon(self._route_input)
+                try:
+                    async with self.agent.prompt(*messages) as events:
+                        self._events = events
+                        async for event in events:
+                            self._record(event)
+                            self.renderer.show(event)
+                            if isinstance(event, ev.MessageEnd) and isinstance(
+                                event.message, AssistantMessage
+                            ):
+                                last = event.message
+                except Exception as error:  # a hook's or a tool's bug: report it, go on
+                    self.screen.error(f"error: {type(error).__name__}: {error}")
+                    failed = True
+                finally:
+                    self._events = None
+                nursery.cancel_scope.cancel()
+        finally:
+            self._running = self._routing = False
+        stopped, self._stopping = self._stopping, False
+        if stopped:
+            return 130
+        if failed or (last is not None and last.stop_reason is StopReason.ERROR):
+            return 1
+        return 0
+
+    async def _route_input(self) -> None:
+        """During a run: each line answers a waiting question, or goes to the agent."""
+        try:
+            while True:
+                line = await self.reader.readline()
+                approval, self._approval = self._approval, None
+                if approval is not None:
+                    approval.send_nowait(line)
+                elif line is not None:
+                    self.screen.typed()
+                    await self._during_run(line)
+                if line is None:
+                    return
+        finally:
+            self._routing = False
+
+    async def _during_run(self, line: str) -> None:
+        text = line.strip()
+        if not text:
+            return
+        if text.startswith("/") and not text.startswith("//"):
+            name, _, rest = text.partition(" ")
+            if name == "/later":
+                if not rest.strip():
+                    self.screen.line("usage: /later TEXT", "yellow")
+                    return
+                self.agent.follow_up(rest.strip())
+                self.screen.line(f"  (follow-up queued: {rest.strip()})", "dim")
+            elif name in ("/quit", "/exit"):
+                self.quit(0)
+            else:
+                await self._command(text, running=True)
+            return
+        if text.startswith("//"):
+            text = text[1:]
+        self.agent.steer(text)
+        self.screen.line(f"  (steering queued: {text})", "dim")
+
+    # ----------------------------------------------------------------- permissions
+
+    async def _approve(self, request: PermissionRequest) -> bool:
+        """The approver of ``ask`` rules: ask on the terminal, wait for the next line."""
+        async with self._approval_lock:
+            await self._catch_up()
+            self.screen.ask(f"Allow {describe_request(request)}? [y/N] ")
+            answer: str | None
+            if self._routing:
+                send, receive = trio.open_memory_channel[str | None](1)
+                self._approval = send
+                try:
+                    answer = await receive.receive()
+                finally:
+                    if self._approval is send:
+                        self._approval = None
+            else:
+                answer = await self.reader.readline()
+            self.screen.answered(answer)
+            allowed = answer is not None and answer.strip().lower() in _YES
+            if not allowed:
+                why = " (no more input)" if answer is None else ""
+                self.screen.line(f"  not allowed{why}", "yellow")
+            return allowed
+
+    async def _catch_up(self) -> None:
+        """Wait until the events sent so far are on the screen (bounded).
+
+        The loop asks for approval right after sending the events before it;
+        they may still wait in the channel. The renderer has shown them all
+        when the buffer is empty and it is back waiting on the channel.
+        """
+        for _ in range(_CATCH_UP_LIMIT):
+            events = self._events
+            if events is None:
+                return
+            stats = events.statistics()
+            if stats.current_buffer_used == 0 and stats.tasks_waiting_receive > 0:
+                return
+            await trio.lowlevel.checkpoint()
+
+    # ----------------------------------------------------------------- commands
+
+    async def _command(self, text: str, *, running: bool) -> bool:
+        """Run a slash command; True: quit."""
+        name, _, rest = text.partition(" ")
+        rest = rest.strip()
+        screen = self.screen
+        if name in ("/quit", "/exit"):
+            return True
+        if name == "/help":
+            lines = help_lines()
+        elif name == "/tools":
+            lines = tool_lines(self.agent.tools)
+        elif name == "/permissions":
+            assert self.permissions is not None
+            lines = permission_lines(self.permissions)
+        elif name == "/save":
+            lines = [self._where_saved()]
+        elif name == "/sessions":
+            sessions = await trio.to_thread.run_sync(list_sessions)
+            lines = session_lines(sessions, self.session_path)
+        elif name == "/resume":
+            if running:
+                lines = ["/resume waits until the run ends."]
+            elif not rest:
+                lines = ["usage: /resume ID (/sessions lists them)"]
+            else:
+                try:
+                    await self._resume(rest)
+                except SetupError as error:
+                    screen.error(f"agentloop: {error}")
+                return False
+        elif name == "/later":
+            lines = ["Nothing is running; type the text as a prompt."]
+        else:
+            lines = [f"unknown command {name} (/help lists them; // sends a line starting with /)"]
+        for line in lines:
+            screen.line(line)
+        return False
+
+    def _where_saved(self) -> str:
+        if self._recording_failed:
+            return "This session is not being recorded (see the error above)."
+        if self._recorder is None or self.session_path is None:
+            return "Nothing is recorded yet; the session is saved from the first prompt on."
+        return (
+            f"This session is saved as it goes, in {self.session_path} "
+            f"(id {self._recorder.session_id})."
+        )

@@ -1,0 +1,138 @@
+"""The command line: options, parsed into an :class:`Options` value."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+from pathlib import Path
+
+import attrs
+
+__all__ = ["Options", "build_parser", "parse_args"]
+
+_DESCRIPTION = """\
+A coding agent in your terminal. Without a prompt, it starts an interactive
+session in the directory; with one (-p PROMPT, or the words of the prompt), it
+runs that prompt and exits."""
+
+_EPILOG = """\
+models:
+  anthropic[:MODEL]        Claude (key: ANTHROPIC_API_KEY, or --api-key-env)
+  openai[:MODEL]           OpenAI, or any compatible server with --base-url
+  demo                     the offline demo model (a fixed plan, no network)
+  scripted:FILE            replay the turns of a JSON script (for tests)
+Without --model: Anthropic if ANTHROPIC_API_KEY is set, else OpenAI if
+OPENAI_API_KEY is set, else the offline demo.
+
+Sessions are saved under $AGENTLOOP_HOME/sessions (default:
+$XDG_DATA_HOME/agentloop/sessions, or ~/.local/share/agentloop/sessions)."""
+
+
+@attrs.frozen(kw_only=True)
+class Options:
+    """What the command line asked for.
+
+    Attributes:
+        prompt: The one prompt to run, or None for an interactive session.
+        directory: The directory the agent works in (resolved).
+        model: ``provider[:model]``, or None to choose by the API keys set.
+        base_url: An OpenAI-compatible server's URL (with ``openai:MODEL``).
+        api_key_env: The environment variable holding the API key.
+        mcp_config: An ``mcpServers`` JSON file whose servers' tools to add.
+        openapi: OpenAPI documents (files or URLs) whose operations to add as tools.
+        openapi_base_url: The API's URL, for documents that name none.
+        resume: None: a new session; ``""``: continue the latest; else that session's id.
+    """
+
+    prompt: str | None = None
+    directory: Path = attrs.field(factory=Path.cwd)
+    model: str | None = None
+    base_url: str | None = None
+    api_key_env: str | None = None
+    mcp_config: Path | None = None
+    openapi: tuple[str, ...] = ()
+    openapi_base_url: str | None = None
+    resume: str | None = None
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of ``python -m agentloop``."""
+    parser = argparse.ArgumentParser(
+        prog="agentloop",
+        description=_DESCRIPTION,
+        epilog=_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument(
+        "words", nargs="*", metavar="PROMPT", help="a prompt to run (the same as -p PROMPT)"
+    )
+    parser.add_argument("-p", "--prompt", help="run this prompt, print the run, and exit")
+    parser.add_argument(
+        "-C",
+        "--directory",
+        type=Path,
+        default=None,
+        help="work in this directory (default: the current one)",
+    )
+    parser.add_argument(
+        "-m", "--model", metavar="PROVIDER[:MODEL]", help="the model (see 'models' below)"
+    )
+    parser.add_argument(
+        "--base-url", metavar="URL", help="an OpenAI-compatible server (with --model openai:MODEL)"
+    )
+    parser.add_argument(
+        "--api-key-env", metavar="NAME", help="the environment variable holding the API key"
+    )
+    parser.add_argument(
+        "--mcp-config", type=Path, metavar="FILE", help="add the tools of these MCP servers"
+    )
+    parser.add_argument(
+        "--openapi",
+        action="append",
+        default=[],
+        metavar="URL_OR_FILE",
+        help="add the operations of this OpenAPI document as tools (repeatable)",
+    )
+    parser.add_argument(
+        "--openapi-base-url", metavar="URL", help="the URL of the API of --openapi documents"
+    )
+    parser.add_argument(
+        "--resume",
+        nargs="?",
+        const="",
+        default=None,
+        metavar="ID",
+        help="continue the latest session, or the session ID",
+    )
+    return parser
+
+
+def parse_args(argv: Sequence[str] | None = None) -> Options:
+    """Parse the command line; on a usage error, print it and exit with status 2."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.prompt is not None and args.words:
+        parser.error("give the prompt once: either -p PROMPT or the words of the prompt")
+    prompt: str | None = args.prompt if args.prompt is not None else " ".join(args.words) or None
+    if prompt is not None and not prompt.strip():
+        parser.error("the prompt is empty")
+    directory = (args.directory or Path.cwd()).resolve()
+    if not directory.is_dir():
+        parser.error(f"not a directory: {directory}")
+    if args.base_url is not None:
+        model = args.model or ""
+        if model.split(":", 1)[0] != "openai" or ":" not in model or not model.split(":", 1)[1]:
+            parser.error("--base-url needs --model openai:MODEL (the model's name on that server)")
+    if args.openapi_base_url is not None and not args.openapi:
+        parser.error("--openapi-base-url needs --openapi")
+    return Options(
+        prompt=prompt,
+        directory=directory,
+        model=args.model,
+        base_url=args.base_url,
+        api_key_env=args.api_key_env,
+        mcp_config=args.mcp_config,
+        openapi=tuple(args.openapi),
+        openapi_base_url=args.openapi_base_url,
+        resume=args.resume,
+    )

@@ -305,7 +305,7 @@ def _assemble(
                     usage = usage + run_usage
             case ev.PrunApplied(record=record) if top:
                 records.append(record)
-            case ev.CompactionEnded(record=record) if top and record is not None:
+            case ev.CompactionEnded(record=record) if top:
                 records.append(record)
             case _:
                 pass

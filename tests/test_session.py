@@ -302,3 +302,30 @@ async def test_a_file_cut_anywhere_loads_well_formed(tmp_path: Path) -> None:
         seen_lengths.add(len(session.messages))
     # Nothing; the prompt; the calls (closed as interrupted until their results); all.
     assert seen_lengths == {0, 1, 4, 5}
+
+
+async def test_compaction_records_are_replayed_into_the_working_context(tmp_path: Path) -> None:
+    @al.tool
+    async def read(n: int) -> str:
+        """Read part n."""
+        return "\n".join(f"line {i} " + "y" * 10 for i in range(200))
+
+    config = al.CompactionConfig(
+        context_window=2000, keep_first=1, keep_recent=2, tool_output_max_lines=5
+    )
+    model = ScriptedProvider(
+        [*(reply(call("read", {"n": n}, id=f"c{n}")) for n in range(1, 5)), reply("done")]
+    )
+    agent = al.Agent(model, tools=[read], compaction=config)
+    path = tmp_path / "s.jsonl"
+    with SessionRecorder(path) as recorder:
+        events = await run_into(agent, recorder, "go")
+    compactions = [e.record for e in events if isinstance(e, al.CompactionEnded)]
+    assert compactions
+    session = load_session(path)
+    assert session.records == tuple(compactions)
+    resumed = al.Agent(ScriptedProvider([]), tools=[read], compaction=config)
+    session.restore(resumed)
+    assert resumed.messages == agent.messages
+    assert list(resumed.context.working_context()) == list(agent.context.working_context())
+    assert len(resumed.context.working_context()) < len(resumed.messages)

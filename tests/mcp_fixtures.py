@@ -20,7 +20,7 @@ from pathlib import Path
 
 import trio
 from mcp.client.stdio import StdioServerParameters
-from server_common import read_port, stop_process
+from server_common import process_alive, read_port, stop_process
 
 __all__ = [
     "SERVERS_PATH",
@@ -52,39 +52,33 @@ def stdio_params(mode: str = "stdio", *extra: str) -> StdioServerParameters:
 
 @asynccontextmanager
 async def serve_http(
-    mode: str = "http", paged: bool = False, *, startup_timeout: float = 30.0
+    mode: str = "http", paged: bool = False, *, port: int = 0, startup_timeout: float = 30.0
 ) -> AsyncIterator[tuple[str, trio.Process]]:
     """Run the ``http`` (streamable HTTP) or ``sse`` server as a subprocess.
 
-    Yields ``(url, process)``: ``http://127.0.0.1:<port>/mcp`` for ``http``,
+    ``port`` 0 lets the OS choose; another is used as given (to restart a
+    server where a client expects it). Yields ``(url, process)``:
+    ``http://127.0.0.1:<port>/mcp`` for ``http``,
     ``http://127.0.0.1:<port>/sse`` (the SSE endpoint) for ``sse``. On exit the
     process gets SIGTERM, then SIGKILL after 5 s, shielded and bounded.
     """
     if mode not in ("http", "sse"):
         raise ValueError(f"serve_http runs the http or sse mode, not {mode!r}")
-    args = [sys.executable, SERVERS_PATH, mode, *(["--paged"] if paged else [])]
+    args = [sys.executable, SERVERS_PATH, mode, "--port", str(port)]
+    args += ["--paged"] if paged else []
     process = await trio.lowlevel.open_process(args, stdout=subprocess.PIPE)
     assert process.stdout is not None
     try:
         with trio.fail_after(startup_timeout):
-            port = await read_port(process.stdout)
+            bound = await read_port(process.stdout)
+        if port and bound != port:
+            raise RuntimeError(f"the server listens on port {bound}, not {port}")
         path = "/mcp" if mode == "http" else "/sse"
-        yield f"http://127.0.0.1:{port}{path}", process
+        yield f"http://127.0.0.1:{bound}{path}", process
     finally:
         with trio.CancelScope(shield=True):
             await stop_process(process)
             await process.stdout.aclose()
-
-
-def process_alive(pid: int) -> bool:
-    """Whether ``pid`` is a live process; a zombie (state ``Z``) or a missing one is dead."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except (FileNotFoundError, ProcessLookupError):
-        return False
-    # The command name is in parentheses and may contain spaces; the state follows it.
-    state = stat.rpartition(")")[2].split()[0]
-    return state not in ("Z", "X", "x")
 
 
 async def wait_until_dead(pid: int, timeout: float) -> bool:  # noqa: ASYNC109 (a poll bound)

@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import struct
 import zlib
+from pathlib import Path
 
 import trio
 
-__all__ = ["png_1x1", "read_port", "stop_process"]
+__all__ = ["png_1x1", "process_alive", "read_port", "stop_process"]
 
 TERMINATE_GRACE = 5.0  # seconds between SIGTERM and SIGKILL
 REAP_BOUND = 5.0  # seconds to wait for the kernel to report a SIGKILLed process
@@ -56,3 +57,17 @@ async def stop_process(process: trio.Process) -> None:
         process.kill()
         with trio.move_on_after(REAP_BOUND):
             await process.wait()
+
+
+def process_alive(pid: int) -> bool:
+    """Whether ``pid`` is a live process; a zombie (state ``Z``) or a missing one is dead.
+
+    Zombies count as dead: this container's PID 1 may reap them late.
+    """
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except (FileNotFoundError, ProcessLookupError):
+        return False
+    # The command name is in parentheses and may contain spaces; the state follows it.
+    state = stat.rpartition(")")[2].split()[0]
+    return state not in ("Z", "X", "x")

@@ -9,6 +9,7 @@ import pytest
 import trio
 import trio.testing
 from helpers import run_recorded, texts
+from server_common import process_alive
 
 import agentloop as al
 from agentloop.providers import ScriptedProvider, call, reply
@@ -51,16 +52,6 @@ async def run_error(tool: BashTool, command: str, **params: Any) -> str:
 # --------------------------------------------------------------------------- /proc
 
 
-def alive(pid: int) -> bool:
-    """The process exists and is not a zombie (this container's PID 1 does not reap)."""
-    try:
-        status = Path(f"/proc/{pid}/status").read_text()
-    except FileNotFoundError:
-        return False
-    state = next(line for line in status.splitlines() if line.startswith("State:"))
-    return state.split()[1] != "Z"
-
-
 def group_members(pgid: int) -> list[int]:
     """The live (non-zombie) processes in process group ``pgid``."""
     members = []
@@ -78,7 +69,7 @@ async def assert_all_dead(leader: int, *pids: int) -> None:
     """Within 2 s, ``pids`` and every member of ``leader``'s group are dead or zombies."""
 
     def dead() -> bool:
-        return not any(alive(pid) for pid in (leader, *pids)) and not group_members(leader)
+        return not any(process_alive(pid) for pid in (leader, *pids)) and not group_members(leader)
 
     with trio.fail_after(2):
         while not dead():  # noqa: ASYNC110 (polling /proc: the OS sends no event)

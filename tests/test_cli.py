@@ -24,6 +24,7 @@ from typing import Any
 import pytest
 import trio
 from rich.console import Console
+from server_common import process_alive
 
 import agentloop as al
 from agentloop._cli import Renderer, Screen, make_console, parse_args
@@ -897,14 +898,6 @@ def wait_until(test: Callable[[], bool], what: str, timeout: float = 20.0) -> No
         time.sleep(0.05)
 
 
-def alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (FileNotFoundError, ProcessLookupError):
-        return False
-    return state != "Z"
-
-
 def test_terminal_run_streams_text_and_a_bash_call(terminal: Terminal, tmp_path: Path) -> None:
     """Typed prompt, thinking and text, the permission question, the output, the status."""
     script = write_script(tmp_path / "s.json", ECHO_HI)
@@ -950,12 +943,12 @@ def test_terminal_ctrl_c_stops_a_long_command(terminal: Terminal, tmp_path: Path
     pid_file = tmp_path / "pid"
     wait_until(lambda: pid_file.exists() and pid_file.read_text().strip().isdigit(), "the pid file")
     pid = int(pid_file.read_text())
-    assert alive(pid)
+    assert process_alive(pid)
     terminal.wait_for('→ bash(command="echo $$ > pid; exec sleep 300")')
     terminal.send("C-c")
     lines = terminal.wait_for_prompt("✗ bash: Cancelled: the run was aborted.")
     assert any(line.endswith("stopping the run (Ctrl-C again quits)") for line in lines)
-    wait_until(lambda: not alive(pid), f"sleep (pid {pid}) gone")
+    wait_until(lambda: not process_alive(pid), f"sleep (pid {pid}) gone")
     terminal.send("C-c")
     terminal.wait_for("[exited 130]")
 
@@ -1023,7 +1016,7 @@ def test_terminal_resume_after_the_process_was_killed(terminal: Terminal, tmp_pa
     try:
         agent_pid = terminal.pid()
         os.kill(agent_pid, signal.SIGKILL)
-        wait_until(lambda: not alive(agent_pid), "the agent killed")
+        wait_until(lambda: not process_alive(agent_pid), "the agent killed")
     finally:
         os.kill(sleeper, signal.SIGKILL)  # its own process group: the kill left it running
     [session] = list_sessions(home / "sessions")

@@ -11,10 +11,7 @@ import base64
 import json
 import os
 import signal
-import subprocess
 import sys
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +21,6 @@ from mcp.server.lowlevel.server import Server
 from mcp.shared.exceptions import MCPError
 from mcp.types import INVALID_PARAMS, CallToolRequestParams, CallToolResult, ListToolsResult, Tool
 from mcp_fixtures import (
-    SERVERS_PATH,
     kill_quietly,
     process_alive,
     serve_http,
@@ -621,26 +617,6 @@ async def test_an_unreachable_http_server() -> None:
     )
 
 
-@asynccontextmanager
-async def http_server_on(port: int) -> AsyncIterator[trio.Process]:
-    """The http test server on a given port (to restart one where the client expects it)."""
-    process = await trio.lowlevel.open_process(
-        [sys.executable, SERVERS_PATH, "http", "--port", str(port)], stdout=subprocess.PIPE
-    )
-    assert process.stdout is not None
-    try:
-        line = b""
-        while not line.endswith(b"\n"):
-            line += await process.stdout.receive_some(1)
-        assert line == f"PORT {port}\n".encode()
-        yield process
-    finally:
-        with trio.CancelScope(shield=True):
-            process.kill()
-            await process.wait()
-            await process.stdout.aclose()
-
-
 @HTTPX_ASYNCGEN_LEAK
 @pytest.mark.parametrize("protocol", ["auto", "legacy"])
 async def test_an_http_server_that_dies_mid_call_then_comes_back(
@@ -676,7 +652,7 @@ async def test_an_http_server_that_dies_mid_call_then_comes_back(
                     "MCP server 'web' is not available: cannot connect to MCP server 'web': "
                     f"ConnectError: all attempts to connect to 127.0.0.1:{port} failed"
                 )
-                async with http_server_on(port):
+                async with serve_http("http", port=port):
                     assert await call_text(web, "echo", {"text": "back"}) == "back"
 
 
@@ -691,7 +667,7 @@ async def test_an_expired_http_session_is_started_again() -> None:
                 assert web.connections == 1
                 process.kill()  # while no call is in flight
                 await process.wait()
-                async with http_server_on(port):  # a new server: it knows no sessions
+                async with serve_http("http", port=port):  # a new server: it knows no sessions
                     assert await call_text(web, "echo", {"text": "two"}) == "two"
                     assert web.connections == 2
                     assert await call_text(web, "echo", {"text": "three"}) == "three"

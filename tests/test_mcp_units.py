@@ -27,6 +27,7 @@ import pytest
 from mcp_servers import ALL_CONTENT_BLOCKS, PNG_BYTES, WAV_BYTES
 
 from agentloop import AgentTool, ImageContent, TextContent
+from agentloop._names import model_tool_name as tool_name
 from agentloop.mcp import (
     HttpServer,
     McpConnection,
@@ -35,7 +36,6 @@ from agentloop.mcp import (
     StdioServer,
     load_mcp_config,
 )
-from agentloop.mcp._connection import tool_name
 from agentloop.mcp._content import _describe_size, convert_result
 
 REPO = Path(__file__).resolve().parent.parent

@@ -30,6 +30,7 @@ from mcp.shared.exceptions import MCPError
 
 from .._names import model_tool_name, unique_name
 from .._tool import ToolError, format_duration
+from .._util import leaves
 from ._servers import HttpServer, SseServer, StdioServer
 from ._stdio import StdioProcess, stdio_transport
 
@@ -56,15 +57,6 @@ class McpConnectionError(ConnectionError):
     """The MCP server could not be reached, or did not complete the handshake in time."""
 
 
-def tool_name(prefix: str | None, raw: str) -> str:
-    """The name the model sees for the server tool ``raw``: ``PREFIX__raw``, made valid.
-
-    Model APIs accept ``[a-zA-Z0-9_-]{1,64}``: other characters become ``_``,
-    and a name past 64 characters is cut and given a short hash of the whole.
-    """
-    return model_tool_name(prefix, raw)
-
-
 @attrs.define(eq=False)
 class _Attempt:
     """One connection attempt: callers wait on ``done``; ``error`` says why it failed."""
@@ -77,17 +69,11 @@ def _describe(error: BaseException) -> str:
     if isinstance(error, MCPError):
         return error.message
     if isinstance(error, BaseExceptionGroup):
-        leaves = [e for e in _leaves(error)]
-        if len(leaves) == 1:
-            return _describe(leaves[0])
+        found = list(leaves(error))
+        if len(found) == 1:
+            return _describe(found[0])
     text = str(error)
     return f"{type(error).__name__}: {text}" if text else type(error).__name__
-
-
-def _leaves(error: BaseException) -> list[BaseException]:
-    if isinstance(error, BaseExceptionGroup):
-        return [leaf for inner in error.exceptions for leaf in _leaves(inner)]
-    return [error]
 
 
 @contextlib.asynccontextmanager
@@ -276,12 +262,12 @@ class McpConnection:
                 return
 
     def _connect_failure(self, error: Exception) -> str:
-        leaves = _leaves(error)
-        if len(leaves) == 1 and isinstance(leaves[0], McpConnectionError):
-            return str(leaves[0])
+        found = list(leaves(error))
+        if len(found) == 1 and isinstance(found[0], McpConnectionError):
+            return str(found[0])
         spawned = self._process is None or self._process.pid is not None
-        if len(leaves) == 1 and isinstance(leaves[0], OSError) and not spawned:
-            return f"cannot start MCP server '{self.name}': {leaves[0]}"
+        if len(found) == 1 and isinstance(found[0], OSError) and not spawned:
+            return f"cannot start MCP server '{self.name}': {found[0]}"
         message = f"cannot connect to MCP server '{self.name}': {_describe(error)}"
         note = self._process.exit_note() if self._process is not None else ""
         return f"{message} ({note})" if note else message
@@ -366,7 +352,7 @@ class McpConnection:
         old = {adapter.tool_name: adapter for adapter in self._tools.values()}
         tools: dict[str, McpToolAdapter] = {}
         for tool in listed:
-            name = unique_name(tool_name(self.prefix, tool.name), tools)
+            name = unique_name(model_tool_name(self.prefix, tool.name), tools)
             adapter = McpToolAdapter.from_tool(self, tool, name)
             previous = old.get(tool.name)
             keep = previous is not None and previous.same_definition(adapter)

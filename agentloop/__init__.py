@@ -86,6 +86,7 @@ from ._types import ToolCall as ToolCall
 from ._types import ToolResultMessage as ToolResultMessage
 from ._types import Usage as Usage
 from ._types import UserMessage as UserMessage
+from ._util import TrioRequiredError as TrioRequiredError
 from .providers import ThinkingLevel as ThinkingLevel
 
 __version__ = "0.1.0.dev0"
@@ -154,6 +155,7 @@ __all__ = [
     "ToolResult",
     "ToolResultMessage",
     "ToolTimeout",
+    "TrioRequiredError",
     "TurnEnd",
     "TurnStart",
     "UpdateCallback",

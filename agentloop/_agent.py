@@ -38,7 +38,7 @@ from ._loop._run import Run, _user_messages, prun_queue_of
 from ._permissions import Permissions
 from ._tool import AgentTool, ExecutionStrategy, Parallel
 from ._types import Message, UserMessage
-from ._util import raise_single
+from ._util import raise_single, require_trio
 from .providers import Provider, ThinkingLevel
 
 __all__ = ["Agent", "QueueMode"]
@@ -303,6 +303,7 @@ class Agent:
             ValueError: no messages.
             TypeError: a message is not ``str`` or :class:`UserMessage`.
             RuntimeError: on entering, if a run is already going on.
+            TrioRequiredError: on entering, outside trio (under asyncio, say).
         """
         prompts = _user_messages(messages, "prompt messages")
         if not prompts:
@@ -313,6 +314,7 @@ class Agent:
     async def _session(
         self, prompts: Sequence[UserMessage]
     ) -> AsyncIterator[trio.MemoryReceiveChannel[AgentEvent]]:
+        require_trio("Agent.prompt()")
         if self._running:
             raise RuntimeError(
                 "the agent is already running; use steer() or follow_up() to add input"
@@ -357,6 +359,7 @@ class Agent:
 
         Raises and cancels as :meth:`prompt` does.
         """
+        require_trio("Agent.run()")
         new_messages: tuple[Message, ...] = ()
         async with self.prompt(*messages) as events:
             async for event in events:

@@ -1,13 +1,58 @@
-"""Exception-group plumbing shared by the public boundaries."""
+"""Plumbing shared by the public boundaries: exception groups, the trio check."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from typing import NoReturn
 
+import sniffio
 import trio
 
-__all__ = ["HookFailure", "leaves", "raise_single", "single_leaf"]
+__all__ = [
+    "HookFailure",
+    "TrioRequiredError",
+    "leaves",
+    "raise_single",
+    "require_trio",
+    "single_leaf",
+]
+
+
+class TrioRequiredError(RuntimeError):
+    """An agentloop coroutine was awaited outside trio (under asyncio, say).
+
+    agentloop's loop is built of trio nurseries, cancel scopes and channels, so
+    it runs only under ``trio.run`` (or trio-asyncio). From an asyncio program,
+    run the agent in a worker thread with its own trio loop::
+
+        answer = await asyncio.to_thread(trio.run, ask, "What is 2 + 3?")
+    """
+
+
+def require_trio(what: str) -> None:
+    """Raise :class:`TrioRequiredError` unless the caller runs under trio.
+
+    ``what`` names the entry point in the message (``"Agent.run()"``). Costs one
+    attribute lookup when trio is running.
+    """
+    try:
+        trio.lowlevel.current_task()
+    except RuntimeError:
+        pass
+    else:
+        return
+    try:
+        library: str | None = sniffio.current_async_library()
+    except sniffio.AsyncLibraryNotFoundError:
+        library = None
+    where = f"under {library}" if library else "outside any trio run"
+    raise TrioRequiredError(
+        f"{what} was awaited {where}, but agentloop runs under trio. "
+        "From an asyncio program, run the agent in a thread with its own trio loop: "
+        "`await asyncio.to_thread(trio.run, main)`, where main is an async function "
+        "that uses the agent; or use trio-asyncio. See 'Calling agentloop from "
+        "asyncio' in the docs (docs/guides/asyncio.md)."
+    )
 
 
 class HookFailure(BaseException):

@@ -241,6 +241,21 @@ async def test_an_llm_summarizer_writes_the_summary() -> None:
     assert transcript.text.count("Assistant called read") == 7
 
 
+async def test_a_summary_with_a_lone_surrogate_is_scrubbed() -> None:
+    """A summarizer's text enters the working context: it must encode again."""
+    config = al.CompactionConfig(
+        context_window=2000,
+        keep_recent=2,
+        tool_output_max_lines=5,
+        summarizer=lambda messages, provider: "bad \ud800 summary",
+    )
+    agent, model = agent_with(past(*[3] * 10, width=300), config)
+    await run_recorded(agent, "go")
+    assert model.requests[0].messages[3].text == (
+        "[Context summary: 14 earlier messages were compacted]\nbad \ufffd summary"
+    )
+
+
 async def test_a_failing_summarizer_falls_back_to_the_built_in_summary() -> None:
     """The summarizer's error is reported; the built-in summary is used."""
 

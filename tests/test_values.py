@@ -76,6 +76,7 @@ EXPECTED_ALL = [
     "ToolResult",
     "ToolResultMessage",
     "ToolTimeout",
+    "TrioRequiredError",
     "TurnEnd",
     "TurnStart",
     "UpdateCallback",

@@ -32,6 +32,7 @@ from typing import Any, TypeAlias
 import attrs
 
 from .._events import CompactionRecord, StreamDelta
+from .._text import scrub
 from .._types import (
     AssistantMessage,
     Message,
@@ -325,7 +326,8 @@ async def _summarize(
     except Exception as error:  # not Cancelled: that is a BaseException
         reason = f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
         return summarize_exchanges(messages, max_chars=max_chars), reason
-    return truncate_text(summary.strip(), 100_000, max_chars), None
+    # The summary enters the working context: it must encode again (see _text).
+    return truncate_text(scrub(summary.strip()), 100_000, max_chars), None
 
 
 async def compact(

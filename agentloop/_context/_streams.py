@@ -29,6 +29,7 @@ from typing import Any, TypeVar
 import attrs
 
 from .._events import CompactionRecord, PrunRecord
+from .._scrub import scrub_message
 from .._tool import AgentTool
 from .._types import (
     AssistantMessage,
@@ -93,7 +94,8 @@ class InrunEntry:
 
 
 def _message_list(value: Iterable[Message]) -> list[Message]:
-    return list(value)
+    # A history given from outside (a saved session, say) must encode again too.
+    return [scrub_message(message) for message in value]
 
 
 def _tool_tuple(value: Iterable[AgentTool]) -> tuple[AgentTool, ...]:
@@ -103,7 +105,7 @@ def _tool_tuple(value: Iterable[AgentTool]) -> tuple[AgentTool, ...]:
 def _reseed_on_set(
     instance: AgentContext, attribute: Any, value: Iterable[Message]
 ) -> list[Message]:
-    messages = list(value)
+    messages = _message_list(value)
     instance._reseed(messages)
     return messages
 

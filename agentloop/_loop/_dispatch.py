@@ -35,6 +35,8 @@ from .._events import (
     ToolExecutionStart,
     ToolExecutionUpdate,
 )
+from .._scrub import scrub_result
+from .._text import scrub
 from .._tool import (
     AgentTool,
     Batched,
@@ -265,6 +267,7 @@ def describe_exception(error: BaseException) -> str:
 
 
 async def _end(run: Run, state: CallState, result: ToolResult, is_error: bool) -> None:
+    result = scrub_result(result)  # tools may return text that cannot be encoded
     state.result, state.is_error = result, is_error
     await run.emit(
         ToolExecutionEnd(
@@ -334,6 +337,7 @@ async def _execute(run: Run, state: CallState, entry: _Entry) -> None:
     async def on_update(partial: ToolResult) -> None:
         if not isinstance(partial, ToolResult):
             raise TypeError(f"on_update takes a ToolResult, got {type(partial).__name__}")
+        partial = scrub_result(partial)
         text = partial.text_content
         before = config.before_tool_execution_update
         if before is not None:
@@ -362,7 +366,10 @@ async def _execute(run: Run, state: CallState, entry: _Entry) -> None:
     async def on_progress(text: str) -> None:
         await run.emit(
             ProgressMessage(
-                loop_id=run.loop_id, tool_call_id=call.id, tool_name=call.name, text=str(text)
+                loop_id=run.loop_id,
+                tool_call_id=call.id,
+                tool_name=call.name,
+                text=scrub(str(text)),
             )
         )
 

@@ -26,6 +26,7 @@ from .._events import (
     TurnEnd,
     TurnStart,
 )
+from .._scrub import scrub_delta, scrub_message
 from .._tool import ToolResult
 from .._types import (
     AssistantContent,
@@ -36,7 +37,7 @@ from .._types import (
     Usage,
     UserMessage,
 )
-from .._util import HookFailure, raise_single
+from .._util import HookFailure, raise_single, require_trio
 from ..providers import ModelRequest, ProviderError
 from ._config import AgentLoopConfig, MessageSource, call_hook
 from ._dispatch import (
@@ -64,9 +65,9 @@ def _user_messages(values: Iterable[object], what: str) -> list[UserMessage]:
     messages: list[UserMessage] = []
     for value in values:
         if isinstance(value, str):
-            messages.append(UserMessage.text(value))
+            messages.append(scrub_message(UserMessage.text(value)))
         elif isinstance(value, UserMessage):
-            messages.append(value)
+            messages.append(scrub_message(value))
         else:
             raise TypeError(f"{what} must be str or UserMessage, got {type(value).__name__}")
     return messages
@@ -325,6 +326,7 @@ class Run:
         loop_id = self.loop_id
 
         async def on_delta(delta: StreamDelta) -> None:
+            delta = scrub_delta(delta)
             partial.apply(delta)
             update = MessageUpdate(loop_id=loop_id, message=partial.snapshot(), delta=delta)
             await self.emit(update)
@@ -344,6 +346,7 @@ class Run:
         if final.stop_reason not in _FAILED_STOPS and prompt_tokens > 0:
             assert isinstance(request.messages, MessageView)
             self._measured = (request.messages, prompt_tokens)
+        final = scrub_message(final)  # whatever a provider returns must encode again
         assistant = self.context.stamp(_with_unique_call_ids(final, self.loop_id, turn.index))
         self.add_message(assistant)
         # Register the calls in the same step: from here on they are in the history,
@@ -610,12 +613,14 @@ async def agent_loop(
             schema is invalid.
         Exception: whatever a hook or the provider raised (other than a
             :class:`~agentloop.providers.ProviderError`), as itself.
+        TrioRequiredError: called outside trio (under asyncio, say).
 
     Cancellation: cancelling the caller's scope stops the run at once. The
     history is still left whole (the turn is marked ``ABORTED``; every tool
     call has a result), but no more events are sent.
     """
     with send_channel:  # closed synchronously: see Agent._drive
+        require_trio("agent_loop()")
         messages = _user_messages(prompts, "prompts")
         if not messages:
             raise ValueError("agent_loop needs at least one prompt")
@@ -650,6 +655,7 @@ async def agent_loop_continue(
             (there is nothing for the model to answer).
     """
     with send_channel:
+        require_trio("agent_loop_continue()")
         if not context.messages:
             raise ValueError("agent_loop_continue needs a history; it is empty")
         if isinstance(context.messages[-1], AssistantMessage):

@@ -113,7 +113,7 @@ _WORD = re.compile(r"\s*\S+\s*|\s+")
 
 
 def _estimate(text: str) -> int:
-    return math.ceil(len(text.encode("utf-8")) / 4)
+    return math.ceil(len(text.encode("utf-8", "surrogatepass")) / 4)
 
 
 def _message_text(message: Message) -> str:

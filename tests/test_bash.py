@@ -209,6 +209,93 @@ async def test_env_deny_and_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
     assert (await run(tool, command)).text_content == "Exit code: 0\nunset unset kept added\n"
 
 
+#: Common secret variables (name, value): none may reach a command.
+SECRETS = [
+    ("AWS_SECRET_ACCESS_KEY", "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"),
+    ("AWS_ACCESS_KEY_ID", "AKIAIOSFODNN7EXAMPLE"),
+    ("AWS_SESSION_TOKEN", "FwoGZXIvYXdzEXAMPLE"),
+    ("GITHUB_TOKEN", "ghp_0123456789abcdefghijABCDEFGHIJ012345"),
+    ("GH_TOKEN", "gho_0123456789abcdefghij"),
+    ("GITHUB_PAT", "github_pat_11ABCDEFG0123456789_abcdefghij"),
+    ("OPENAI_API_KEY", "sk-proj-0123456789abcdef"),
+    ("ANTHROPIC_API_KEY", "sk-ant-api03-0123456789"),
+    ("API_KEY", "0123456789abcdef"),
+    ("APIKEY", "0123456789abcdef"),
+    ("SLACK_BOT_TOKEN", "xoxb-0123456789-abcdef"),
+    ("NPM_TOKEN", "npm_0123456789abcdefghijABCDEFGHIJ01"),
+    ("DB_PASSWORD", "hunter2"),
+    ("PGPASSWORD", "hunter2"),
+    ("MYSQL_PWD", "hunter2"),
+    ("DATABASE_URL", "postgres://app:hunter2@db.example:5432/app"),
+    ("REDIS_URL", "redis://:hunter2@cache.example:6379/0"),
+    ("SECRET_KEY", "django-insecure-0123456789"),
+    ("DJANGO_SECRET_KEY", "django-insecure-0123456789"),
+    ("STRIPE_SECRET_KEY", "sk_live_0123456789"),
+    ("TWILIO_AUTH_TOKEN", "0123456789abcdef"),
+    ("HF_TOKEN", "hf_0123456789abcdefghijABCDEFGHIJ01"),
+    ("HUGGING_FACE_HUB_TOKEN", "hf_0123456789abcdefghij"),
+    ("CREDENTIALS", "user:pass"),
+    ("GOOGLE_APPLICATION_CREDENTIALS", "/home/u/.config/gcloud/key.json"),
+    ("SSH_AUTH_SOCK", "/tmp/ssh-agent.sock"),
+    ("GPG_PASSPHRASE", "correct horse"),
+    ("SENTRY_DSN", "https://0123456789abcdef@o1.ingest.sentry.io/1"),
+    ("VAULT_TOKEN", "hvs.0123456789abcdef"),
+    ("GITLAB_PAT", "glpat-0123456789abcdefghij"),
+    ("DOCKER_AUTH_CONFIG", '{"auths": {}}'),
+    ("CI_JOB_JWT", "eyJhbGciOi"),
+    ("my_password", "hunter2"),
+    ("UPSTREAM", "https://user:pw@proxy.example:8080"),  # the value gives it away
+]
+#: Ordinary variables that look a little like secrets: all must still reach a command.
+ORDINARY = [
+    ("PATH", None),
+    ("HOME", None),
+    ("LANG", "C.UTF-8"),
+    ("TERM", "xterm"),
+    ("EDITOR", "vi"),
+    ("PWD", None),
+    ("KEYBOARD_LAYOUT", "us"),
+    ("TOKENIZERS_PARALLELISM", "false"),
+    ("PASSENGER_ENV", "production"),
+    ("GIT_AUTHOR_NAME", "Ada"),
+    ("PYTHONPATH", "/src"),
+    ("DATABASE_HOST", "db.example"),
+    ("PROXY_URL", "https://proxy.example:8080"),
+]
+
+
+async def test_no_common_secret_reaches_a_command(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Secrets by name or by value are held back; ordinary variables pass."""
+    for name, value in SECRETS + ORDINARY:
+        if value is not None:
+            monkeypatch.setenv(name, value)
+    tool = BashTool(tmp_path)
+    result = await run(tool, "env -0")
+    seen = dict(
+        item.split("=", 1)
+        for item in result.text_content.split("\n", 1)[1].split("\0")
+        if "=" in item
+    )
+    assert sorted(name for name, _ in SECRETS if name in seen) == []
+    assert [name for name, _ in ORDINARY if name not in seen] == []
+
+
+async def test_env_allow_lets_one_through(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SSH_AUTH_SOCK", "/tmp/agent.sock")
+    monkeypatch.setenv("GITHUB_TOKEN", "ghp_0123456789abcdefghijABCDEFGHIJ012345")
+    monkeypatch.setenv("PLAIN_NAME", "kept")
+    tool = BashTool(tmp_path, env_allow=["ssh_auth_*"], env_deny=["PLAIN_*"])
+    command = 'echo "${SSH_AUTH_SOCK-unset} ${GITHUB_TOKEN-unset} ${PLAIN_NAME-unset}"'
+    assert (await run(tool, command)).text_content == "Exit code: 0\n/tmp/agent.sock unset unset\n"
+
+
+def test_env_allow_must_be_a_list(tmp_path: Path) -> None:
+    with pytest.raises(TypeError, match="env_allow takes a list of patterns"):
+        BashTool(tmp_path, env_allow="SSH_AUTH_SOCK")  # type: ignore[arg-type]
+
+
 async def test_inherit_env_false(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Without inheritance only PATH (plus ``env``) is passed on."""
     monkeypatch.setenv("PLAIN", "kept")

@@ -864,3 +864,107 @@ async def test_read_edit_read_through_an_agent(root: Path) -> None:
         ("read_file", False, "[app.py: line 2 of 2]\n     2\tPORT = 8080"),
     ]
     assert (root / "app.py").read_text() == "DEBUG = True\nPORT = 8080\n"
+
+
+# --------------------------------------------------------------------------- races
+
+
+async def test_twenty_parallel_edits_of_one_file_all_apply(root: Path) -> None:
+    """One turn with 20 edit_file calls on one file: every replacement lands."""
+    target = root / "lines.txt"
+    target.write_text("".join(f"a{n}\n" for n in range(20)))
+    edits = [
+        call("edit_file", {"path": "lines.txt", "old_text": f"a{n}\n", "new_text": f"b{n}\n"})
+        for n in range(20)
+    ]
+    agent = al.Agent(ScriptedProvider([reply(*edits), reply("done")]), tools=[EditFileTool(root)])
+    messages = await agent.run("edit")
+    results = [m for m in messages if isinstance(m, al.ToolResultMessage)]
+    assert [r.is_error for r in results] == [False] * 20
+    assert target.read_text() == "".join(f"b{n}\n" for n in range(20))
+
+
+async def test_edits_by_tools_built_apart_share_the_files_lock(root: Path) -> None:
+    """Two tool sets on the same root (separate Workspace objects) never race either."""
+    target = root / "f.txt"
+    target.write_text("".join(f"x{n}\n" for n in range(10)))
+    calls = [
+        call(f"edit_{n % 2}", {"path": "f.txt", "old_text": f"x{n}\n", "new_text": f"y{n}\n"})
+        for n in range(10)
+    ]
+    tools = [
+        Renamed(EditFileTool(root), "edit_0"),
+        Renamed(EditFileTool(Workspace(root)), "edit_1"),
+    ]
+    agent = al.Agent(ScriptedProvider([reply(*calls), reply("done")]), tools=tools)
+    messages = await agent.run("go")
+    results = [m for m in messages if isinstance(m, al.ToolResultMessage)]
+    assert [r.is_error for r in results] == [False] * 10
+    assert target.read_text() == "".join(f"y{n}\n" for n in range(10))
+
+
+class Renamed:
+    """A tool under another name."""
+
+    def __init__(self, tool: Any, name: str) -> None:
+        self.tool, self.name = tool, name
+        self.label, self.description = tool.label, tool.description
+        self.parameters_schema = tool.parameters_schema
+
+    async def execute(self, params: dict[str, Any], ctx: al.ToolContext) -> al.ToolResult:
+        result: al.ToolResult = await self.tool.execute(params, ctx)
+        return result
+
+
+async def test_path_locks_do_not_accumulate(root: Path) -> None:
+    from agentloop.tools._workspace import _path_locks
+
+    tool = EditFileTool(root)
+    for n in range(5):
+        (root / f"{n}.txt").write_text("a")
+        await run(tool, path=f"{n}.txt", old_text="a", new_text="b")
+    assert _path_locks.get() == {}
+
+
+# --------------------------------------------------------------------------- hard links
+
+
+def text_of(path: Path) -> str:
+    return path.read_text()
+
+
+@pytest.fixture
+def linked(root: Path, tmp_path: Path) -> Path:
+    """A file outside the root with a hard link to it inside: root/inside.txt."""
+    outside = tmp_path / "outside" / "secret.txt"
+    outside.parent.mkdir()
+    outside.write_text("outside secret\n")
+    os.link(outside, root / "inside.txt")
+    return outside
+
+
+async def test_hard_links_are_followed_without_strict_mode(root: Path, linked: Path) -> None:
+    """The documented limit: a hard link is a file of the root as far as paths go."""
+    result = await run(ReadFileTool(root), path="inside.txt")
+    assert result.text_content == "[inside.txt: 1 line]\n     1\toutside secret"
+    # A write replaces the link with a new file: the file outside keeps its content.
+    await run(WriteFileTool(root), path="inside.txt", content="new\n")
+    assert text_of(linked) == "outside secret\n"
+    assert text_of(root / "inside.txt") == "new\n"
+
+
+async def test_strict_mode_refuses_hard_linked_files(root: Path, linked: Path) -> None:
+    strict = Workspace(root, strict=True)
+    refusal = (
+        "Access denied: inside.txt has 2 hard links, so it may be a file outside the working "
+        "directory; strict confinement refuses such files"
+    )
+    assert await fails(ReadFileTool(strict), path="inside.txt") == refusal
+    assert await fails(EditFileTool(strict), path="inside.txt", old_text="o", new_text="x") == (
+        refusal
+    )
+    assert await fails(WriteFileTool(strict), path="inside.txt", content="x") == refusal
+    assert text_of(linked) == "outside secret\n"
+    (root / "plain.txt").write_text("plain\n")
+    assert (await run(ReadFileTool(strict), path="plain.txt")).text_content.endswith("plain")
+    assert repr(strict) == f"Workspace({str(root)!r}, strict=True)"

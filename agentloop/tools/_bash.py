@@ -14,8 +14,11 @@ as they arrive. What it guarantees:
   ``max_output`` bytes and counts the rest; the middle is replaced by
   ``[... N bytes omitted ...]``, cut on character boundaries. The streamed
   updates stop after ``max_output`` bytes per stream too.
-- **Secrets stay out.** Environment variables whose names match ``env_deny``
-  (API keys, tokens, passwords, AWS credentials) are not passed on.
+- **Secrets stay out.** Inherited environment variables whose name says they
+  are a credential (``GITHUB_TOKEN``, ``AWS_SECRET_ACCESS_KEY``,
+  ``PGPASSWORD``, ``SSH_AUTH_SOCK``...), whose value looks like one (a URL
+  with a password, a ``ghp_``/``sk-`` token), or that match ``env_deny`` are
+  not passed on, unless ``env_allow`` names them (see ``_environ``).
 
 The deny list (regular expressions searched in the command text) is a
 seatbelt against accidents (``rm -rf /`` typed by a model that meant
@@ -26,7 +29,6 @@ pattern matches it. Run untrusted models in a container.
 from __future__ import annotations
 
 import codecs
-import fnmatch
 import math
 import os
 import re
@@ -39,6 +41,7 @@ import attrs
 import trio
 
 from .._tool import InvalidArgs, ToolContext, ToolError, ToolResult, format_duration
+from ._environ import filter_environment
 from ._workspace import Workspace, as_workspace
 
 __all__ = ["DEFAULT_DENY", "DEFAULT_ENV_DENY", "BashTool"]
@@ -59,7 +62,8 @@ DEFAULT_DENY: Mapping[str, str] = {
     "a fork bomb": r"(?P<f>[\w:]+)\s*\(\s*\)\s*\{\s*(?P=f)\s*\|\s*(?P=f)\s*&",
 }
 
-#: Environment variables never passed to commands (glob patterns, case-insensitive).
+#: Environment variables never passed to commands (glob patterns, case-insensitive), on top
+#: of those whose name or value marks them as credentials.
 DEFAULT_ENV_DENY: tuple[str, ...] = ("*_API_KEY", "*_TOKEN", "*SECRET*", "*PASSWORD*", "AWS_*")
 
 _CHUNK = 65536
@@ -85,6 +89,12 @@ def _at_least_two(instance: object, attribute: attrs.Attribute[Any], value: obje
 
 def _env_dict(value: Mapping[str, str] | None) -> dict[str, str]:
     return {} if value is None else dict(value)
+
+
+def _patterns(value: Sequence[str]) -> tuple[str, ...]:
+    if isinstance(value, str):
+        raise TypeError(f"env_allow takes a list of patterns, got the string {value!r}")
+    return tuple(value)
 
 
 def _deny_items(value: Mapping[str, str] | Sequence[str]) -> tuple[tuple[str, str], ...]:
@@ -123,10 +133,15 @@ class BashTool:
             output so far: the ``timeout`` *attribute* the loop reads is None
             (the loop's ``tool_timeout`` still applies, if set).
         max_output: Bytes kept from each stream: its first and last half.
-        env: Variables added to the commands' environment (after ``env_deny``).
+        env: Variables added to the commands' environment (always passed, even
+            when their names look secret: you gave them).
         inherit_env: Start from this process's environment; if False, from
             ``PATH`` alone.
-        env_deny: Glob patterns (case-insensitive) of inherited variables to drop.
+        env_deny: Glob patterns (case-insensitive) of inherited variables to
+            drop, on top of those whose name or value marks them as a
+            credential (always dropped).
+        env_allow: Glob patterns (case-insensitive) of inherited variables to
+            pass even so (``("SSH_AUTH_SOCK",)`` for ``git push`` over SSH).
         deny: Regular expressions; a command containing a match is refused. A
             mapping gives each a description, shown in the refusal (default:
             :data:`DEFAULT_DENY`); a list's patterns describe themselves.
@@ -144,6 +159,7 @@ class BashTool:
     )  # values may be secrets: never in repr
     inherit_env: bool = attrs.field(default=True, kw_only=True)
     env_deny: tuple[str, ...] = attrs.field(default=DEFAULT_ENV_DENY, kw_only=True, converter=tuple)
+    env_allow: tuple[str, ...] = attrs.field(default=(), kw_only=True, converter=_patterns)
     deny: tuple[tuple[str, str], ...] = attrs.field(
         default=DEFAULT_DENY, kw_only=True, converter=_deny_items
     )
@@ -277,12 +293,7 @@ class BashTool:
             base = dict(os.environ)
         else:
             base = {"PATH": os.environ.get("PATH", os.defpath)}
-        denied = [pattern.upper() for pattern in self.env_deny]
-        env = {
-            name: value
-            for name, value in base.items()
-            if not any(fnmatch.fnmatchcase(name.upper(), pattern) for pattern in denied)
-        }
+        env = filter_environment(base, deny=self.env_deny, allow=self.env_allow)
         env["PWD"] = str(self.workspace.root)  # not the parent's, which bash would distrust
         env.update(self.env)
         return env

@@ -27,7 +27,7 @@ from ._files import (
     split_lines,
     stat_file,
 )
-from ._workspace import Workspace, as_workspace, path_subject
+from ._workspace import Workspace, as_workspace, path_lock, path_subject
 
 __all__ = ["EditFileTool"]
 
@@ -402,11 +402,14 @@ class EditFileTool:
         raw = path_param(params)
         edits, listed = parse_edits(params)
         path, shown = await resolve(self.workspace, raw)
-        outcome = await trio.to_thread.run_sync(self._edit, path, shown, edits)
-        try:
-            await atomic_write(path, outcome.data)
-        except OSError as error:
-            raise os_error("write", shown, error) from None
+        # Read, edit and write under the file's lock: a parallel edit of the same file
+        # waits, and then edits what this one wrote instead of overwriting it.
+        async with path_lock(path):
+            outcome = await trio.to_thread.run_sync(self._edit, path, shown, edits)
+            try:
+                await atomic_write(path, outcome.data)
+            except OSError as error:
+                raise os_error("write", shown, error) from None
         total = sum(outcome.counts)
         replaced = f"replaced {plural(total, 'occurrence')}"
         if listed:
@@ -424,6 +427,7 @@ class EditFileTool:
         info = stat_file(
             path, shown, action="read", directory_hint=_DIRECTORY_HINT, missing_hint=_MISSING_HINT
         )
+        self.workspace.check_file(path, info, shown)
         if info.st_size > self.max_bytes:
             raise ToolError(
                 f"{shown} is too large to edit ({info.st_size} bytes); use bash (sed) instead"

@@ -20,7 +20,7 @@ import trio
 
 from .._tool import InvalidArgs, ToolContext, ToolError, ToolResult
 from .._types import ImageContent, TextContent
-from ._workspace import Workspace, as_workspace, path_subject
+from ._workspace import Workspace, as_workspace, path_lock, path_subject
 
 __all__ = ["ReadFileTool", "WriteFileTool", "atomic_write"]
 
@@ -294,6 +294,7 @@ class ReadFileTool:
 
     def _read(self, path: Path, shown: str, offset: int, limit: int) -> ToolResult:
         info = stat_file(path, shown, action="read", directory_hint=_DIRECTORY_HINT)
+        self.workspace.check_file(path, info, shown)
         try:
             with open(path, "rb") as file:
                 head = file.read(SNIFF_BYTES)
@@ -447,20 +448,24 @@ class WriteFileTool:
         path, shown = await resolve(self.workspace, raw)
         if raw.endswith(("/", os.sep)):
             raise ToolError(f"{raw} ends with '/', so it names a directory; give a file path")
-        created = await trio.to_thread.run_sync(self._prepare, path, shown)
-        try:
-            await atomic_write(path, data)
-        except OSError as error:
-            raise os_error("write", shown, error) from None
+        async with path_lock(path):  # never interleaved with another change of this file
+            created = await trio.to_thread.run_sync(self._prepare, path, shown)
+            try:
+                await atomic_write(path, data)
+            except OSError as error:
+                raise os_error("write", shown, error) from None
         state = "new file" if created else "replaced"
         return ToolResult.text(
             f"Wrote {len(data)} bytes to {shown} ({state})",
             details={"bytes": len(data), "created": created},
         )
 
-    @staticmethod
-    def _prepare(path: Path, shown: str) -> bool:
+    def _prepare(self, path: Path, shown: str) -> bool:
         """Check the target and make its parents; True if the file is new."""
+        try:
+            self.workspace.check_file(path, os.stat(path), shown)
+        except OSError:
+            pass  # a new file, or one the write will report on
         if path.is_dir():
             raise ToolError(
                 f"{shown} is a directory; write_file writes files. Give a file path, "

@@ -35,7 +35,7 @@ from __future__ import annotations
 import os
 import re
 import stat
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 
 import attrs
@@ -434,9 +434,12 @@ class IgnoreTree:
     one walk or one search at a time.
     """
 
-    def __init__(self, root: Path, glob: Glob | None = None) -> None:
+    def __init__(
+        self, root: Path, glob: Glob | None = None, hides: Callable[[Path], bool] | None = None
+    ) -> None:
         self.root = root
         self.glob = glob
+        self.hides = hides  # a file this says True for is never shown (strict confinement)
         self._ignores: dict[str, GitIgnore | None] = {}
         self._stacks: dict[str, tuple[GitIgnore, ...]] = {}
         self._visible_dirs: dict[str, bool] = {}
@@ -481,7 +484,11 @@ class IgnoreTree:
 
     def file_passes(self, path: str) -> bool:
         """Whether the file ``path``, in a directory the walk enters, is shown."""
-        return not self.ignored(path, False) and (self.glob is None or self.glob.accepts(path))
+        return (
+            not self.ignored(path, False)
+            and (self.glob is None or self.glob.accepts(path))
+            and (self.hides is None or not self.hides(self.root / path))
+        )
 
     def dir_passes(self, path: str) -> bool:
         """Whether the walk enters the directory ``path`` (virtualenvs aside)."""

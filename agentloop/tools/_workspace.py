@@ -9,18 +9,33 @@ a clear error, while symlinks that stay inside work.
 (A path checked here could be swapped for a symlink before the tool opens it;
 the tools confine honest mistakes and ordinary models, not a hostile process
 racing them on the same machine.)
+
+Hard links are not symlinks: a hard link inside the root to a file outside it
+*is* a file inside the root, as far as paths go. ``Workspace(root,
+strict=True)`` refuses regular files with more than one link, or on another
+device than the root, so such a file can be neither read nor written.
+
+Writes to one file are serialized: :func:`path_lock` hands out one lock per
+resolved path, shared by every tool in the process, so two ``edit_file`` calls
+on one file in a parallel batch apply one after the other instead of the
+second overwriting the first.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+import stat
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+import trio
+from trio.lowlevel import RunVar
+
 from .._tool import ToolError
 
-__all__ = ["SKIP_DIRS", "Workspace", "as_workspace", "path_subject"]
+__all__ = ["SKIP_DIRS", "Workspace", "as_workspace", "path_lock", "path_subject"]
 
 #: Directories the listing and search tools never enter (besides .gitignore'd ones).
 SKIP_DIRS = frozenset(
@@ -50,16 +65,55 @@ class Workspace:
     True
     """
 
-    __slots__ = ("root",)
+    __slots__ = ("_device", "root", "strict")
 
-    def __init__(self, root: str | os.PathLike[str] = ".") -> None:
+    def __init__(self, root: str | os.PathLike[str] = ".", *, strict: bool = False) -> None:
         path = Path(root).expanduser().resolve()
         if not path.is_dir():
             raise ValueError(f"the tools' root must be a directory: {str(path)!r}")
         self.root = path
+        self.strict = strict
+        self._device = os.stat(path).st_dev
 
     def __repr__(self) -> str:
-        return f"Workspace({str(self.root)!r})"
+        strict = ", strict=True" if self.strict else ""
+        return f"Workspace({str(self.root)!r}{strict})"
+
+    def hides(self, path: Path) -> bool:
+        """Whether strict confinement keeps the file ``path`` out of listings and searches.
+
+        Blocking (one ``stat``); always False unless ``strict``.
+        """
+        if not self.strict:
+            return False
+        try:
+            info = os.stat(path)
+        except OSError:
+            return False
+        return stat.S_ISREG(info.st_mode) and (info.st_nlink > 1 or info.st_dev != self._device)
+
+    def check_file(self, path: Path, info: os.stat_result, shown: str) -> None:
+        """With ``strict``, refuse a regular file that may live outside the root.
+
+        A hard link to a file elsewhere looks like any file inside the root; in
+        strict mode a regular file with more than one link, or on another device
+        than the root (a bind mount), is refused. Blocking: call it in a thread.
+
+        Raises:
+            ToolError: strict, and the file has other links or another device.
+        """
+        if not self.strict or not stat.S_ISREG(info.st_mode):
+            return
+        if info.st_nlink > 1:
+            raise ToolError(
+                f"Access denied: {shown} has {info.st_nlink} hard links, so it may be a file "
+                "outside the working directory; strict confinement refuses such files"
+            )
+        if info.st_dev != self._device:
+            raise ToolError(
+                f"Access denied: {shown} is on another device than the working directory; "
+                "strict confinement refuses such files"
+            )
 
     def resolve(self, path: str) -> Path:
         """The absolute, symlink-free path ``path`` names, which must be inside the root.
@@ -102,6 +156,48 @@ def _resolve(path: Path) -> Path:
         return path.resolve(strict=True)
     except FileNotFoundError:
         return path.resolve()
+
+
+class _PathLock:
+    __slots__ = ("lock", "users")
+
+    def __init__(self) -> None:
+        self.lock = trio.Lock()
+        self.users = 0
+
+
+# One registry per trio run: a trio.Lock must not be shared between runs (threads).
+_path_locks: RunVar[dict[str, _PathLock]] = RunVar("agentloop_path_locks")
+
+
+@asynccontextmanager
+async def path_lock(path: Path) -> AsyncIterator[None]:
+    """Hold the process-wide lock of ``path`` (a resolved path) for a read-modify-write.
+
+    Every tool that changes a file holds it, so changes to one file never
+    interleave, even between tools built separately on the same root. A lock
+    exists only while some task holds or waits for it, so nothing accumulates;
+    each ``trio.run`` has its own (a lock cannot be shared between runs).
+
+    Cancellation: a task cancelled while waiting leaves without the lock.
+    """
+    try:
+        locks = _path_locks.get()
+    except LookupError:
+        locks = {}
+        _path_locks.set(locks)
+    key = str(path)
+    entry = locks.get(key)
+    if entry is None:
+        entry = locks[key] = _PathLock()
+    entry.users += 1
+    try:
+        async with entry.lock:
+            yield
+    finally:
+        entry.users -= 1
+        if entry.users == 0:
+            del locks[key]
 
 
 def as_workspace(value: Workspace | str | os.PathLike[str]) -> Workspace:

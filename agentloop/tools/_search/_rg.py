@@ -167,7 +167,7 @@ async def _drain(stream: trio.abc.ReceiveStream | None, into: bytearray) -> None
 
 def _rg_failure(pattern: str, stderr: str) -> None:
     """Raise InvalidArgs for rg's complaint about the regex; log anything else."""
-    message = stderr.strip()
+    message = stderr.strip().removeprefix("rg: ")  # ripgrep 14 names itself first
     # rg's advice ("Consider enabling PCRE2 with the --pcre2 flag...") names flags the
     # model cannot pass; keep the first paragraph.
     message = message.split("\n\nConsider ", 1)[0].strip()

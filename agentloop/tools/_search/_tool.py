@@ -33,6 +33,7 @@ passed or after ``time_limit`` seconds, and says so.
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 from collections.abc import Mapping
@@ -182,7 +183,13 @@ class SearchTool:
         if kind == "other":
             raise ToolError(f"Not a file or directory: {display(shown)}")
         start = tree_path(shown)
-        tree = IgnoreTree(self.workspace.root, glob)
+        workspace = self.workspace
+        if kind == "file" and workspace.strict:  # refused as read_file refuses it
+            path = workspace.root / start
+            await trio.to_thread.run_sync(
+                lambda: workspace.check_file(path, os.stat(path), display(shown))
+            )
+        tree = IgnoreTree(workspace.root, glob, workspace.hides if workspace.strict else None)
         collector = _Collector(max_results, context, self.max_line_chars)
         rg = shutil.which("rg")
         engine = "rg" if rg is not None else "python"

@@ -12,10 +12,11 @@ or one ``encode`` in C.
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
-__all__ = ["REPLACEMENT", "needs_scrub", "scrub", "scrub_json"]
+__all__ = ["REPLACEMENT", "loads", "needs_scrub", "scrub", "scrub_json"]
 
 REPLACEMENT = "\ufffd"
 _SURROGATE = re.compile("[\ud800-\udfff]")
@@ -70,4 +71,23 @@ def scrub_json(value: Any) -> Any:
         if all(new is old for new, old in zip(items, value, strict=True)):
             return value
         return items if isinstance(value, list) else tuple(items)
+    return value
+
+
+def loads(text: str) -> Any:
+    """``json.loads(text)``, with lone surrogates from ``\\uD8xx`` escapes scrubbed.
+
+    Only a text holding such an escape is walked again, so the common case costs
+    two substring searches. (Text decoded from UTF-8 bytes holds no raw
+    surrogate: only escapes make them.)
+
+    >>> loads('{"a": "x\\\\ud800"}')
+    {'a': 'x\ufffd'}
+
+    Raises:
+        ValueError: ``text`` is not JSON.
+    """
+    value = json.loads(text)
+    if "\\ud" in text or "\\uD" in text:
+        return scrub_json(value)
     return value

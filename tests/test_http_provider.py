@@ -44,6 +44,8 @@ class EchoParser:
             return []
         if event.data.startswith("error:"):
             raise OverloadedError(event.data)
+        if event.data == "ping":  # a keep-alive event: no content
+            return []
         piece = event.data.removeprefix("text:")
         self.text += piece
         return [al.TextDelta(delta=piece)]
@@ -90,7 +92,7 @@ Handler = Callable[[httpx2.Request], Any]
 
 
 def provider(
-    responses: list[Any], retry: RetryConfig | None = None
+    responses: list[Any], retry: RetryConfig | None = None, **options: Any
 ) -> tuple[EchoProvider, list[httpx2.Request]]:
     """A provider whose server answers with ``responses`` in turn (an exception is raised)."""
     seen: list[httpx2.Request] = []
@@ -104,7 +106,10 @@ def provider(
 
     client = httpx2.AsyncClient(transport=httpx2.MockTransport(handler))
     model = ModelConfig.openai_compatible("echo-1", "http://echo.test", api_key=KEY)
-    return EchoProvider(model, retry=retry or RetryConfig(jitter=0), client=client), seen
+    return (
+        EchoProvider(model, retry=retry or RetryConfig(jitter=0), client=client, **options),
+        seen,
+    )
 
 
 REQUEST = ModelRequest(system_prompt="", messages=(al.UserMessage.text("hi"),))
@@ -494,3 +499,100 @@ async def test_a_passed_client_keeps_its_own_timeouts() -> None:
     await collect(EchoProvider(model, client=client))
     await collect(EchoProvider(model, client=client, timeout=httpx2.Timeout(7.0)))
     assert [r.extensions["timeout"]["read"] for r in seen] == [5.0, 7.0]
+
+
+# --------------------------------------------------------------------------- stalled streams
+
+
+def timed_stream(*steps: tuple[float, bytes], forever: tuple[float, bytes] | None = None) -> Any:
+    """A 200 event stream whose pieces arrive after the given delays (trio's clock)."""
+
+    async def body() -> Any:
+        for delay, piece in steps:
+            await trio.sleep(delay)
+            yield piece
+        while forever is not None:
+            await trio.sleep(forever[0])
+            yield forever[1]
+
+    return httpx2.Response(200, headers={"content-type": "text/event-stream"}, content=body())
+
+
+PINGS = (10.0, b": keep-alive\n\ndata: ping\n\n")  # a comment and a ping event every 10 s
+
+
+async def test_a_stream_of_pings_is_cut_by_the_idle_timeout(autojump_clock: Any) -> None:
+    """Pings reset httpx's read timeout, not the idle timeout; each attempt is retried."""
+    responses = [timed_stream((1.0, b"data: text:Hi\n\n"), forever=PINGS) for _ in range(3)]
+    p, seen = provider(responses, RetryConfig(max_retries=2, jitter=0), idle_timeout=60)
+    restarts: list[Any] = []
+
+    async def emit(delta: Any) -> None:
+        if isinstance(delta, al.StreamRestart):
+            restarts.append(delta)
+
+    start = trio.current_time()
+    with pytest.raises(NetworkError) as caught, trio.fail_after(1000):  # before: forever
+        await p.stream(REQUEST, emit)
+    assert str(caught.value) == (
+        "Echo API sent no content for 60s (idle_timeout; only keep-alive pings, or nothing) "
+        "(gave up after 2 retries)"
+    )
+    assert len(seen) == 3
+    assert [r.delay for r in restarts] == [1.0, 2.0]
+    # Each attempt: 1 s to the text, then 60 s of pings; plus the two backoff waits.
+    assert trio.current_time() - start == 3 * 61.0 + 1.0 + 2.0
+
+
+async def test_a_silent_stream_is_cut_too(autojump_clock: Any) -> None:
+    p, _ = provider([timed_stream(forever=(1e9, b""))], RetryConfig(max_retries=0), idle_timeout=30)
+    with pytest.raises(NetworkError, match=r"^Echo API sent no content for 30s"):
+        with trio.fail_after(1000):
+            await collect(p)
+    assert trio.current_time() == 30.0
+
+
+async def test_slow_but_steady_content_is_cut_only_by_the_request_timeout(
+    autojump_clock: Any,
+) -> None:
+    """A piece every 50 s stays within a 60 s idle limit; 120 s in all is the cap."""
+    steady = timed_stream(forever=(50.0, b"data: text:x\n\n"))
+    p, _ = provider([steady], RetryConfig(max_retries=0), idle_timeout=60, request_timeout=120)
+    deltas: list[Any] = []
+
+    async def emit(delta: Any) -> None:
+        deltas.append(delta)
+
+    with pytest.raises(NetworkError) as caught, trio.fail_after(1000):  # before: forever
+        await p.stream(REQUEST, emit)
+    assert str(caught.value) == "Echo API did not finish the response within 120s (request_timeout)"
+    assert deltas == [al.TextDelta(delta="x"), al.TextDelta(delta="x")]
+    assert trio.current_time() == 120.0
+
+
+async def test_a_slow_consumer_does_not_count_as_idle(autojump_clock: Any) -> None:
+    """Waiting for the consumer of the deltas is not the server being idle."""
+    body = timed_stream((1.0, b"data: text:a\n\n"), (1.0, b"data: text:b\n\ndata: end\n\n"))
+    p, _ = provider([body], RetryConfig(max_retries=0), idle_timeout=10, request_timeout=None)
+
+    async def emit(delta: Any) -> None:
+        await trio.sleep(100)  # a consumer far slower than the idle limit
+
+    message = await p.stream(REQUEST, emit)
+    assert message.text == "ab"
+    assert trio.current_time() == 202.0
+
+
+async def test_cancelling_a_pinging_stream_returns_at_once(autojump_clock: Any) -> None:
+    p, _ = provider([timed_stream(forever=PINGS)], idle_timeout=1000)
+    with trio.move_on_after(25):
+        await collect(p)
+    assert trio.current_time() == 25.0
+
+
+@pytest.mark.parametrize("option", ["idle_timeout", "request_timeout"])
+@pytest.mark.parametrize("value", [0, -1, True, "5"])
+def test_timeouts_must_be_positive(option: str, value: Any) -> None:
+    with pytest.raises(ValueError, match=f"^{option} must be") as caught:
+        provider([], **{option: value})
+    assert str(caught.value) == f"{option} must be a number of seconds > 0 or None, got {value!r}"

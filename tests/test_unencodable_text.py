@@ -15,6 +15,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import httpx2
+import pytest
 import trio
 import trio.testing
 from helpers import TEXT_SCHEMA
@@ -25,6 +26,7 @@ import agentloop as al
 from agentloop.providers import (
     AnthropicProvider,
     ModelConfig,
+    ModelRequest,
     OpenAIProvider,
     RetryConfig,
     ScriptedProvider,
@@ -334,3 +336,22 @@ async def test_steering_and_progress_text_are_scrubbed() -> None:
                 progress.append(event.text)
     assert progress == ["p\ufffd"]
     assert agent.messages[1].text == "s\ufffd"
+
+
+@pytest.mark.parametrize("api", ["anthropic", "openai"])
+async def test_providers_scrub_their_own_deltas_and_messages(api: str) -> None:
+    """Called directly (no loop around it), a provider emits and returns clean text."""
+    stream = anthropic_stream if api == "anthropic" else openai_stream
+    done = anthropic_done if api == "anthropic" else openai_done
+    server = Server(stream("a\ud800b", json.dumps({"text": "x\udfff"})), done())
+    provider = provider_for(api, server)
+    deltas: list[al.StreamDelta] = []
+
+    async def emit(delta: al.StreamDelta) -> None:
+        deltas.append(delta)
+
+    request = ModelRequest(system_prompt="", messages=(al.UserMessage.text("hi"),))
+    message = await provider.stream(request, emit)
+    assert message.text == "a\ufffdb"
+    assert message.tool_calls[0].arguments == {"text": "x\ufffd"}
+    assert [d.delta for d in deltas if isinstance(d, al.TextDelta)] == ["a\ufffdb"]

@@ -59,7 +59,6 @@ arguments text, even empty, as ``raw_arguments``, so the loop does not run it.
 
 from __future__ import annotations
 
-import json
 import random
 from collections.abc import Sequence
 from typing import Any
@@ -68,6 +67,7 @@ import attrs
 import httpx2
 
 from .._events import StreamDelta, TextDelta, ThinkingDelta, ToolCallDelta
+from .._text import loads
 from .._types import (
     AssistantContent,
     AssistantMessage,
@@ -95,7 +95,7 @@ from ._errors import (
     error_detail,
     redact,
 )
-from ._http import HTTPProvider, resolve_model
+from ._http import DEFAULT_IDLE_TIMEOUT, DEFAULT_REQUEST_TIMEOUT, HTTPProvider, resolve_model
 from ._model import ModelConfig, Secret, ThinkingLevel
 from ._retry import RetryConfig
 from .sse import ServerSentEvent
@@ -360,7 +360,7 @@ class _AnthropicStreamParser:
 
     def _load(self, event: ServerSentEvent) -> dict[str, Any]:
         try:
-            data = json.loads(event.data)
+            data = loads(event.data)  # lone surrogates scrubbed: see agentloop._text
         except ValueError:
             data = None
         if not isinstance(data, dict):
@@ -484,7 +484,8 @@ class AnthropicProvider(HTTPProvider):
             :meth:`ModelConfig.anthropic`.
         api_key: The API key; overrides the config's. By default it comes from
             the config, else from ``ANTHROPIC_API_KEY`` at each request.
-        retry, client, timeout, rng: As for :class:`HTTPProvider`.
+        retry, client, timeout, rng, idle_timeout, request_timeout: As for
+            :class:`HTTPProvider`.
 
     Raises:
         ValueError: no API key, or the config is not for the Anthropic API.
@@ -501,11 +502,21 @@ class AnthropicProvider(HTTPProvider):
         client: httpx2.AsyncClient | None = None,
         timeout: httpx2.Timeout | None = None,
         rng: random.Random | None = None,
+        idle_timeout: float | None = DEFAULT_IDLE_TIMEOUT,
+        request_timeout: float | None = DEFAULT_REQUEST_TIMEOUT,
     ) -> None:
         config = resolve_model(
             model, api_key, ModelConfig.anthropic, "anthropic", "AnthropicProvider"
         )
-        super().__init__(config, retry=retry, client=client, timeout=timeout, rng=rng)
+        super().__init__(
+            config,
+            retry=retry,
+            client=client,
+            timeout=timeout,
+            rng=rng,
+            idle_timeout=idle_timeout,
+            request_timeout=request_timeout,
+        )
 
     def url(self) -> str:
         return f"{self.model.base_url.rstrip('/')}/v1/messages"

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, Protocol, TypeAlias, runtime_checkable
 
 import attrs
 
 from .._events import StreamDelta
+from .._text import loads
 from .._types import AssistantMessage, Message
 from ._errors import ProviderError
 from ._model import ThinkingLevel
@@ -85,7 +85,7 @@ def parse_tool_arguments(text: str) -> tuple[dict[str, Any], str | None]:
     if not text.strip():
         return {}, None
     try:
-        value = json.loads(text)
+        value = loads(text)
     except ValueError:
         return {}, text
     if isinstance(value, dict):

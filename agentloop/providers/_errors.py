@@ -15,9 +15,10 @@
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterable, Mapping
+
+from .._text import loads
 
 __all__ = [
     "AuthenticationError",
@@ -128,7 +129,7 @@ def redact(text: str, secrets: Iterable[str]) -> str:
 def error_detail(body: str) -> tuple[str | None, str]:
     """(error type, message) from an API's JSON error body, else (None, the body's start)."""
     try:
-        data = json.loads(body)
+        data = loads(body)
     except ValueError:
         data = None
     if isinstance(data, Mapping):

@@ -6,6 +6,11 @@ this module does the rest:
 
 - one POST per attempt through an ``httpx2.AsyncClient``, every wait bounded by
   a timeout (connect 10 s, between chunks 300 s, by default);
+- a stream that sends nothing but keep-alive pings (Anthropic's ``ping``
+  events, SSE comments, OpenAI chunks without content) is cut after
+  ``idle_timeout`` seconds without content (300 s), and each attempt after
+  ``request_timeout`` seconds in all (600 s): both are retryable
+  network errors;
 - an HTTP error status becomes the matching :class:`ProviderError`, with the
   API's own message and the secrets redacted;
 - the body is decoded as Server-Sent Events and each event goes to the parser,
@@ -19,6 +24,7 @@ this module does the rest:
 
 from __future__ import annotations
 
+import math
 import random
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import aclosing
@@ -29,6 +35,7 @@ import httpx2
 import trio
 
 from .._events import StreamDelta, StreamRestart
+from .._tool import format_duration
 from .._types import AssistantMessage
 from ._base import Emit, ModelRequest
 from ._errors import NetworkError, ProviderError, classify_http_error, error_detail, redact
@@ -36,10 +43,21 @@ from ._model import ModelConfig, Secret
 from ._retry import RetryConfig, parse_retry_after
 from .sse import ServerSentEvent, SSEDecoder
 
-__all__ = ["DEFAULT_TIMEOUT", "HTTPProvider", "StreamParser", "resolve_model"]
+__all__ = [
+    "DEFAULT_IDLE_TIMEOUT",
+    "DEFAULT_REQUEST_TIMEOUT",
+    "DEFAULT_TIMEOUT",
+    "HTTPProvider",
+    "StreamParser",
+    "resolve_model",
+]
 
 #: Connect within 10 s; a stream may be silent up to 300 s between chunks.
 DEFAULT_TIMEOUT = httpx2.Timeout(connect=10.0, read=300.0, write=60.0, pool=30.0)
+#: Seconds a stream may go without content (keep-alive pings do not count).
+DEFAULT_IDLE_TIMEOUT = 300.0
+#: Seconds one attempt may take in all, from sending the request to the last byte.
+DEFAULT_REQUEST_TIMEOUT = 600.0
 _ERROR_BODY_LIMIT = 64 * 1024
 _DRAIN_SECONDS = 5.0
 _MIN_SECRET_LENGTH = 8  # header values this long or longer are redacted from errors
@@ -135,10 +153,20 @@ class HTTPProvider:
         timeout: Per-request timeouts. Default: :data:`DEFAULT_TIMEOUT`, or the
             passed client's own timeouts.
         rng: The random source of retry jitter (tests pass a seeded one).
+        idle_timeout: Seconds a stream may go without content: no text,
+            thinking or tool-call piece, only keep-alive pings (which reset
+            httpx's read timeout). Time spent waiting for the consumer of the
+            deltas does not count. ``None``: no limit.
+        request_timeout: Seconds one attempt may take in all, from sending the
+            request to the end of the stream, waiting for the consumer
+            included. ``None``: no limit. With retries, a call may take up to
+            ``(max_retries + 1) * request_timeout`` plus the waits between.
+
+    Both timeouts raise :class:`NetworkError`, which is retried.
 
     Raises:
         ValueError: the model needs an API key and none was given or found in
-            its environment variable.
+            its environment variable; a timeout is not positive.
     """
 
     #: How error messages name the API; a subclass may set it per instance.
@@ -152,7 +180,20 @@ class HTTPProvider:
         client: httpx2.AsyncClient | None = None,
         timeout: httpx2.Timeout | None = None,
         rng: random.Random | None = None,
+        idle_timeout: float | None = DEFAULT_IDLE_TIMEOUT,
+        request_timeout: float | None = DEFAULT_REQUEST_TIMEOUT,
     ) -> None:
+        limits: tuple[tuple[str, object], ...] = (
+            ("idle_timeout", idle_timeout),
+            ("request_timeout", request_timeout),
+        )
+        for name, value in limits:
+            if value is not None and (
+                isinstance(value, bool) or not isinstance(value, int | float) or not value > 0
+            ):
+                raise ValueError(f"{name} must be a number of seconds > 0 or None, got {value!r}")
+        self.idle_timeout = idle_timeout
+        self.request_timeout = request_timeout
         if model.requires_api_key and model.resolve_api_key() is None:
             where = f" or set {model.api_key_env}" if model.api_key_env else ""
             raise ValueError(
@@ -245,9 +286,23 @@ class HTTPProvider:
                 await trio.sleep(delay)
 
     async def _attempt(self, body: dict[str, Any], emit: Emit) -> AssistantMessage:
+        total = math.inf if self.request_timeout is None else self.request_timeout
+        with trio.move_on_after(total) as deadline:
+            return await self._request(body, emit)
+        assert deadline.cancelled_caught
+        raise NetworkError(
+            f"{self.api_name} API did not finish the response within "
+            f"{format_duration(total)} (request_timeout)"
+        )
+
+    async def _request(self, body: dict[str, Any], emit: Emit) -> AssistantMessage:
         api_key = self.model.resolve_api_key()
         secrets = self.secrets()
         parser = self.parser()
+        idle = math.inf if self.idle_timeout is None else self.idle_timeout
+        # The idle clock runs while the server is awaited, not while a delta waits
+        # for its consumer: only content (a delta) restarts it.
+        quiet = trio.CancelScope(deadline=trio.current_time() + idle)
         try:
             async with self._http().stream(
                 "POST",
@@ -281,17 +336,27 @@ class HTTPProvider:
                 # aclosing: leaving the loop early (done, an error, a cancel) must
                 # finalize the generator here, not whenever it is collected.
                 async with aclosing(response.aiter_bytes()) as chunks:
-                    async for chunk in chunks:
-                        for event in decoder.feed(chunk):
-                            for delta in parser.feed(event):
-                                await emit(delta)
-                        if parser.done:
-                            await _drain(chunks)
-                            break
-                    else:
-                        for event in decoder.close():
-                            for delta in parser.feed(event):
-                                await emit(delta)
+                    with quiet:
+                        async for chunk in chunks:
+                            for event in decoder.feed(chunk):
+                                deltas = parser.feed(event)
+                                if deltas:
+                                    quiet.deadline = math.inf
+                                    for delta in deltas:
+                                        await emit(delta)
+                                    quiet.deadline = trio.current_time() + idle
+                            if parser.done:
+                                await _drain(chunks)
+                                break
+                        else:
+                            for event in decoder.close():
+                                for delta in parser.feed(event):
+                                    await emit(delta)
+                    if quiet.cancelled_caught:
+                        raise NetworkError(
+                            f"{self.api_name} API sent no content for {format_duration(idle)} "
+                            "(idle_timeout; only keep-alive pings, or nothing)"
+                        )
         except httpx2.TimeoutException as error:
             raise NetworkError(f"{self.api_name} API timed out ({type(error).__name__})") from error
         except httpx2.TransportError as error:

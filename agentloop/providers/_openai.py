@@ -32,6 +32,7 @@ import attrs
 import httpx2
 
 from .._events import StreamDelta, TextDelta, ThinkingDelta, ToolCallDelta
+from .._text import loads
 from .._types import (
     AssistantContent,
     AssistantMessage,
@@ -58,7 +59,7 @@ from ._errors import (
     classify_http_error,
     redact,
 )
-from ._http import HTTPProvider, resolve_model
+from ._http import DEFAULT_IDLE_TIMEOUT, DEFAULT_REQUEST_TIMEOUT, HTTPProvider, resolve_model
 from ._model import ModelConfig, Secret, ThinkingLevel
 from ._retry import RetryConfig
 from .sse import ServerSentEvent
@@ -117,7 +118,8 @@ class OpenAIProvider(HTTPProvider):
             model id for :meth:`ModelConfig.openai`.
         api_key: The key to send; overrides the model's. By default the model's
             key, else its ``api_key_env`` variable (``OPENAI_API_KEY``).
-        retry, client, timeout, rng: As for :class:`HTTPProvider`.
+        retry, client, timeout, rng, idle_timeout, request_timeout: As for
+            :class:`HTTPProvider`.
 
     Errors name the API: ``OpenAI`` for OpenAI's own, else the model's
     ``provider`` (``"ollama API error 404 ..."``), with the server's host when
@@ -139,9 +141,19 @@ class OpenAIProvider(HTTPProvider):
         client: httpx2.AsyncClient | None = None,
         timeout: httpx2.Timeout | None = None,
         rng: random.Random | None = None,
+        idle_timeout: float | None = DEFAULT_IDLE_TIMEOUT,
+        request_timeout: float | None = DEFAULT_REQUEST_TIMEOUT,
     ) -> None:
         config = resolve_model(model, api_key, ModelConfig.openai, "openai", "OpenAIProvider")
-        super().__init__(config, retry=retry, client=client, timeout=timeout, rng=rng)
+        super().__init__(
+            config,
+            retry=retry,
+            client=client,
+            timeout=timeout,
+            rng=rng,
+            idle_timeout=idle_timeout,
+            request_timeout=request_timeout,
+        )
         self.api_name = _server_name(config)  # error messages name the configured server
 
     def url(self) -> str:
@@ -457,7 +469,7 @@ class _ChunkParser:
             self.done = True
             return self._flush_calls()
         try:
-            chunk = json.loads(data)
+            chunk = loads(data)  # lone surrogates scrubbed: see agentloop._text
         except ValueError:
             if event.event == "error":
                 raise _stream_error(self._api, data, self._secrets) from None

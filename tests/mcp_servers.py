@@ -155,6 +155,8 @@ SERVER_TOOL_NAMES: tuple[str, ...] = (
     "spawn_child",
     "die",
     "add_tool",
+    "echo_request",
+    "big",
     "read_only_lookup",
 )
 """The tools of :func:`build_server`, in listing order."""
@@ -265,6 +267,24 @@ def build_server(name: str = "agentloop-test") -> MCPServer:
         await ctx.session.send_tool_list_changed()
         await ctx.notify_tools_changed()
         return "added"
+
+    @server.tool()
+    async def echo_request(ctx: Context) -> str:
+        """Return the request's HTTP headers (as httpbin's /anything does) and the
+        environment variable ECHO_ENV, as a hostile or careless server might."""
+        headers = dict(ctx.headers or {})
+        body = {"headers": headers, "env": os.environ.get("ECHO_ENV")}
+        await ctx.report_progress(1, 1, f"got {headers.get('authorization', '')}")
+        return json.dumps(body)
+
+    @server.tool()
+    async def big(kib: int, structured: bool = False) -> CallToolResult:
+        """Return `kib` KiB of text ('é' and 'x'), with the same as structured content if asked."""
+        text = ("é" + "x" * 1022) * kib  # 1024 bytes of UTF-8 per KiB, a 2-byte char first
+        return CallToolResult(
+            content=[TextContent(type="text", text=text)],
+            structured_content={"text": text} if structured else None,
+        )
 
     @server.tool(
         title="Read-only lookup",

@@ -789,3 +789,131 @@ async def test_a_restarted_server_with_other_tools_is_reported(tmp_path: Path) -
             assert [t.name for t in srv.tools] == expected
             assert seen == [expected]
             assert srv.connections == 2
+
+
+async def test_a_server_killed_while_sending_progress_is_a_tool_error_not_a_group(
+    tmp_path: Path,
+) -> None:
+    """Called directly (as a workflow activity would), the adapter raises the ToolError
+    itself: the nursery of its progress reporter does not wrap it in an ExceptionGroup."""
+    marker = str(tmp_path / "marker")
+    with trio.fail_after(BOUND):
+        async with open_mcp(stdio_server(), name="srv") as srv:
+            (slow,) = [tool for tool in srv.tools if tool.tool_name == "slow"]
+            (die,) = [tool for tool in srv.tools if tool.tool_name == "die"]
+            pid = srv.pid
+            assert pid is not None
+            progress: list[str] = []
+
+            async def on_progress(text: str) -> None:
+                progress.append(text)
+                os.kill(pid, signal.SIGKILL)  # the server dies while the reporter runs
+
+            async def on_update(result: al.ToolResult) -> None:
+                await trio.lowlevel.checkpoint()
+
+            ctx = al.ToolContext("c1", slow.name, trio.CancelScope(), on_update, on_progress)
+            with pytest.raises(al.ToolError) as caught:
+                await slow.execute({"seconds": 600, "marker": marker}, ctx)
+            assert type(caught.value) is al.ToolError
+            assert str(caught.value) == (
+                "MCP server 'srv' closed the connection during the call to 'slow' "
+                "(the server process was killed by signal 9)"
+            )
+            assert progress == ["sleeping"]
+            # Without progress, the same: a ToolError naming the server.
+            plain = al.ToolContext("c2", die.name, trio.CancelScope())
+            with pytest.raises(al.ToolError) as caught:
+                await die.execute({}, plain)
+            assert str(caught.value) == (
+                "MCP server 'srv' closed the connection during the call to 'die' "
+                "(the server process exited with status 3)"
+            )
+            # The next call starts the server again and succeeds.
+            assert await call_text(srv, "echo", {"text": "back"}) == "back"
+            assert srv.connections == 3
+
+
+# --------------------------------------------------------------------------- hostile servers
+
+TOKEN = "tok-9f8e7d6c5b4a"
+API_KEY = "key-0123456789ab"
+
+
+@HTTPX_ASYNCGEN_LEAK
+@pytest.mark.parametrize("mode", ["http", "sse"])
+async def test_credentials_a_server_echoes_are_redacted(mode: str) -> None:
+    """Headers sent to the server come back as *** in results, progress, events and errors."""
+    headers = {"Authorization": f"Bearer {TOKEN}", "X-Api-Key": API_KEY}
+    kind = HttpServer if mode == "http" else SseServer
+    with trio.fail_after(BOUND):
+        async with (
+            serve_http(mode) as (url, _process),
+            open_mcp(kind(url, headers=headers), name="echo") as srv,
+        ):
+            agent, recorder = await run_calls(
+                srv.tools,
+                ("echo_request", {}),
+                ("fail", {"message": f"bad key {API_KEY} with {TOKEN}"}),
+            )
+    got = results(agent)
+    echoed = json.loads(got["c0"].text)["headers"]
+    assert (echoed["authorization"], echoed["x-api-key"]) == ("***", "***")
+    assert got["c1"].text == "bad key *** with ***"
+    assert [e.text for e in recorder.of_type(al.ProgressMessage)] == ["got ***"]
+    # (The model's own arguments hold them; what the server sent back does not.)
+    ends = recorder.of_type(al.ToolExecutionEnd) + recorder.of_type(al.ToolExecutionUpdate)
+    everything = repr(ends) + repr(list(got.values()))
+    assert TOKEN not in everything
+    assert API_KEY not in everything
+
+
+async def test_a_stdio_servers_secret_env_values_are_redacted() -> None:
+    command, args = stdio_command()
+    server = StdioServer(command, args, env={"SERVICE_TOKEN": TOKEN, "ECHO_ENV": TOKEN})
+    with trio.fail_after(BOUND):
+        async with open_mcp(server, name="srv") as srv:
+            agent, _ = await run_calls(srv.tools, ("echo_request", {}))
+    assert json.loads(results(agent)["c0"].text) == {"headers": {}, "env": "***"}
+
+
+async def test_a_huge_result_is_capped_on_a_character_boundary() -> None:
+    """10 MiB of text: the first 100,000 bytes reach the model, and a line says how much came."""
+    with trio.fail_after(BOUND):
+        async with open_mcp(stdio_server(), name="srv") as srv:
+            agent, recorder = await run_calls(
+                srv.tools, ("big", {"kib": 10240}), ("big", {"kib": 200, "structured": True})
+            )
+            small = await run_calls(srv.tools, ("big", {"kib": 2, "structured": True}))
+    got = results(agent)
+    first = got["c0"].content
+    assert len(first) == 2
+    assert isinstance(first[0], al.TextContent)
+    assert first[0].text.encode("utf-8") == (("é" + "x" * 1022) * 98).encode("utf-8")[:100_000]
+    assert first[1] == al.TextContent(
+        "[Result truncated: the server sent 10.0 MiB of text; the first 97.7 KiB are shown.]"
+    )
+    assert details(recorder)["c0"] == {"omitted": {"text": 10 * 1024 * 1024}}
+    # Structured content over the limit is left out whole, never cut into invalid JSON.
+    assert details(recorder)["c1"] == {"omitted": {"structured": 204812, "text": 204800}}
+    # Within the limit, nothing changes.
+    assert details(small[1])["c0"] == {"structured": {"text": ("é" + "x" * 1022) * 2}}
+
+
+async def test_max_result_bytes_is_configurable_and_checked() -> None:
+    with trio.fail_after(BOUND):
+        async with open_mcp(stdio_server(), name="srv", max_result_bytes=10) as srv:
+            agent, _ = await run_calls(srv.tools, ("echo", {"text": "0123456789ééé"}))
+    # Byte 10 is the first byte of an 'é': the cut keeps whole characters only.
+    assert [b.text for b in results(agent)["c0"].content if isinstance(b, al.TextContent)] == [
+        "0123456789",
+        "[Result truncated: the server sent 16 bytes of text; the first 10 bytes are shown.]",
+    ]
+    with trio.fail_after(BOUND):
+        async with open_mcp(stdio_server(), name="srv", max_result_bytes=3) as srv:
+            agent, _ = await run_calls(srv.tools, ("echo", {"text": "ééé"}))
+    assert results(agent)["c0"].content[0] == al.TextContent("é")
+    for bad in (0, -5, True, 1.5):
+        with pytest.raises(ValueError, match="max_result_bytes must be an integer >= 1"):
+            async with open_mcp(stdio_server(), max_result_bytes=bad):
+                pass

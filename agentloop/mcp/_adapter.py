@@ -12,6 +12,7 @@ import trio
 
 from .._tool import ToolContext, ToolError, ToolResult
 from .._types import TextContent
+from .._util import raise_single
 from ._content import convert_result
 
 if TYPE_CHECKING:
@@ -157,19 +158,35 @@ class McpToolAdapter:
                     if progress <= last:
                         continue  # the SDK may hand notifications over out of order
                     last = progress
+                    if message:
+                        message = self.connection.redactor.text(message)
                     text = _progress_text(progress, total, message)
                     await ctx.progress(text)
                     details = {"progress": progress, "total": total, "message": message}
                     await ctx.update(ToolResult.text(text, details=details))
 
-        async with trio.open_nursery() as nursery:
-            try:
-                result = await self.connection.call_tool(
-                    self.tool_name, params, progress=on_progress
-                )
-            finally:
-                send.close()
-        content, details = convert_result(result)
+        try:
+            async with trio.open_nursery() as nursery:
+                try:
+                    result = await self.connection.call_tool(
+                        self.tool_name, params, progress=on_progress
+                    )
+                finally:
+                    send.close()
+        except BaseExceptionGroup as group:
+            # The reporter's nursery must not wrap the call's own error (a ToolError
+            # naming the server, a Cancelled). A HookFailure from an update hook stays
+            # wrapped: it must pass the loop's tool gate as itself.
+            raise_single(group, unwrap_hooks=False)
+        content, details = convert_result(result, max_bytes=self.connection.max_result_bytes)
+        # What the server sends back must not carry the credentials sent to it.
+        redact = self.connection.redactor
+        if redact:
+            content = tuple(
+                TextContent(redact.text(b.text)) if isinstance(b, TextContent) else b
+                for b in content
+            )
+            details = redact.json(details)
         if result.is_error:
             text = "\n".join(b.text for b in content if isinstance(b, TextContent)) or (
                 f"The MCP tool '{self.tool_name}' failed without saying why"

@@ -17,6 +17,7 @@ import logging
 import math
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
+from urllib.parse import parse_qsl, urlsplit
 
 import attrs
 import httpx2
@@ -29,15 +30,17 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.exceptions import MCPError
 
 from .._names import model_tool_name, unique_name
+from .._secrets import Redactor, header_secrets, is_secret_name, is_secret_value
 from .._tool import ToolError, format_duration
 from .._util import leaves
+from ._content import DEFAULT_MAX_RESULT_BYTES
 from ._servers import HttpServer, SseServer, StdioServer
 from ._stdio import StdioProcess, stdio_transport
 
 if TYPE_CHECKING:
     from ._adapter import McpToolAdapter
 
-__all__ = ["McpConnection", "McpConnectionError", "ProgressSink"]
+__all__ = ["McpConnection", "McpConnectionError", "ProgressSink", "server_secrets"]
 
 log = logging.getLogger("agentloop.mcp")
 
@@ -63,6 +66,33 @@ class _Attempt:
 
     done: trio.Event = attrs.field(factory=trio.Event)
     error: str | None = None
+
+
+def server_secrets(server: Any) -> list[str]:
+    """The credentials agentloop sends to ``server``, which must never come back.
+
+    HTTP and SSE servers: the secret header values (see
+    :func:`~agentloop._secrets.header_secrets`), a basic ``auth``'s header, and
+    the URL's password and secret-looking query values. Stdio servers: the
+    values of ``env`` whose name or value looks like a credential.
+    """
+    found: list[str] = []
+    if isinstance(server, HttpServer | SseServer):
+        found += header_secrets(server.headers or {})
+        header = getattr(server.auth, "_auth_header", None)  # httpx2.BasicAuth
+        if isinstance(header, str):
+            found += header_secrets({"Authorization": header})
+        url = urlsplit(server.url)
+        if url.password:
+            found.append(url.password)
+        found += [v for k, v in parse_qsl(url.query) if is_secret_name(k) or is_secret_value(v)]
+    elif isinstance(server, StdioServer):
+        found += [
+            value
+            for name, value in (server.env or {}).items()
+            if is_secret_name(name) or is_secret_value(value)
+        ]
+    return found
 
 
 def _describe(error: BaseException) -> str:
@@ -129,6 +159,10 @@ class McpConnection:
         protocol: ``"auto"`` (discover the server's protocol, else fall back
             to the ``initialize`` handshake), ``"legacy"`` (the handshake
             only), or a protocol version to speak.
+        max_result_bytes: Bytes of text one tool result may put into the
+            context (see :func:`~agentloop.mcp.open_mcp`).
+        redactor: Keeps the credentials sent to the server (headers, URL
+            password, secret ``env`` values) out of results and errors.
     """
 
     def __init__(
@@ -141,8 +175,12 @@ class McpConnection:
         connect_timeout: float,
         on_tools_changed: Callable[[McpConnection], Any] | None = None,
         protocol: str = "auto",
+        max_result_bytes: int = DEFAULT_MAX_RESULT_BYTES,
     ) -> None:
+        self.max_result_bytes = max_result_bytes
         self.server = server
+        #: Keeps the credentials this connection sends out of what it reports.
+        self.redactor = Redactor(server_secrets(server))
         self.protocol = protocol
         self.name = name
         self.prefix = prefix
@@ -243,14 +281,18 @@ class McpConnection:
                     f"{format_duration(self.connect_timeout)}"
                 )
             if error is not None and not attempt.done.is_set():
-                message = self._connect_failure(error)
+                message = self.redactor.text(self._connect_failure(error))
                 if not started:
                     raise McpConnectionError(message) from error
                 log.warning("%s", message)
                 attempt.error = message
                 attempt.done.set()
             elif error is not None:
-                log.warning("MCP server %r: the connection ended: %s", self.name, _describe(error))
+                log.warning(
+                    "MCP server %r: the connection ended: %s",
+                    self.name,
+                    self.redactor.text(_describe(error)),
+                )
             if self._closing.is_set():
                 return
             self._attempt = _Attempt()
@@ -296,7 +338,11 @@ class McpConnection:
             try:
                 changed = await self._load_tools(client)
             except Exception as error:
-                log.warning("MCP server %r: cannot list its tools again: %s", self.name, error)
+                log.warning(
+                    "MCP server %r: cannot list its tools again: %s",
+                    self.name,
+                    self.redactor.text(str(error)),
+                )
                 continue
             if changed:
                 await self._tools_changed()
@@ -411,17 +457,20 @@ class McpConnection:
             except MCPError as error:
                 if error.code == mcp_types.CONNECTION_CLOSED:
                     self._lose(client)
-                    raise ToolError(await self._closed_during(tool)) from error
+                    raise ToolError(self.redactor.text(await self._closed_during(tool))) from error
                 if self._expired and client is self._client:
                     self._lose(client)  # the HTTP session expired: the call never ran
                     if attempt == 0:
                         continue
                 raise ToolError(
-                    f"MCP server '{self.name}' refused the call to '{tool}': {error.message}"
+                    self.redactor.text(
+                        f"MCP server '{self.name}' refused the call to '{tool}': {error.message}"
+                    )
                 ) from error
             except _TRANSPORT_ERRORS as error:
                 self._lose(client)
-                raise ToolError(await self._closed_during(tool, _describe(error))) from error
+                message = await self._closed_during(tool, _describe(error))
+                raise ToolError(self.redactor.text(message)) from error
         raise AssertionError("unreachable")  # pragma: no cover
 
     async def _closed_during(self, tool: str, cause: str = "") -> str:

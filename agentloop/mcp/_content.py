@@ -11,7 +11,12 @@ import mcp.types as mcp_types
 
 from .._types import ImageContent, TextContent, ToolResultContent
 
-__all__ = ["convert_result"]
+__all__ = ["DEFAULT_MAX_IMAGE_BYTES", "DEFAULT_MAX_RESULT_BYTES", "convert_result"]
+
+#: Bytes of text (UTF-8) one result may put into the context.
+DEFAULT_MAX_RESULT_BYTES = 100_000
+#: Bytes (decoded) one image may have; larger ones are described instead.
+DEFAULT_MAX_IMAGE_BYTES = 5 * 1024 * 1024
 
 _IMAGE_TYPES = ("image/png", "image/jpeg", "image/gif", "image/webp")
 
@@ -69,6 +74,9 @@ def _block(block: Any, extras: list[dict[str, Any]]) -> ToolResultContent:
 
 def convert_result(
     result: mcp_types.CallToolResult,
+    *,
+    max_bytes: int = DEFAULT_MAX_RESULT_BYTES,
+    max_image_bytes: int = DEFAULT_MAX_IMAGE_BYTES,
 ) -> tuple[tuple[ToolResultContent, ...], dict[str, Any]]:
     """The content and ``details`` of an agentloop result for an MCP ``CallToolResult``.
 
@@ -77,15 +85,85 @@ def convert_result(
     ``details["content"]``; embedded text resources become their text.
     ``structuredContent`` goes to ``details["structured"]``, and, when the
     server sent no content besides, into the text as JSON.
+
+    The result is capped: its text blocks together keep at most ``max_bytes``
+    bytes of UTF-8 (cut on a character boundary; later blocks are dropped) and
+    a last block says how much the server sent; an image over
+    ``max_image_bytes`` becomes a line describing it; structured content or
+    binary data in ``details`` over ``max_bytes`` is left out, its size noted
+    (``details["omitted"]``), never cut into invalid JSON.
     """
     extras: list[dict[str, Any]] = []
     content = [_block(block, extras) for block in result.content]
     details: dict[str, Any] = {}
+    omitted: dict[str, int] = {}
     structured = result.structured_content
     if structured is not None:
-        details["structured"] = structured
+        encoded = json.dumps(structured, ensure_ascii=False)
+        if len(encoded.encode("utf-8")) <= max_bytes:
+            details["structured"] = structured
+        else:
+            omitted["structured"] = len(encoded.encode("utf-8"))
         if not content:
-            content.append(TextContent(json.dumps(structured, ensure_ascii=False)))
-    if extras:
-        details["content"] = extras
+            content.append(TextContent(encoded))
+    kept_extras: list[dict[str, Any]] = []
+    for extra in extras:
+        key = "data" if "data" in extra else "blob" if "blob" in extra else None
+        if key is not None and len(extra[key]) > max_bytes:
+            size = _size(extra[key])
+            extra = {k: v for k, v in extra.items() if k != key} | {"omitted_bytes": size}
+        kept_extras.append(extra)
+    if kept_extras:
+        details["content"] = kept_extras
+    capped = _cap(content, max_bytes, max_image_bytes)
+    if capped is not None:
+        content, total = capped
+        if total > max_bytes:
+            omitted["text"] = total
+    if omitted:
+        details["omitted"] = omitted
     return tuple(content), details
+
+
+def _cap(
+    content: list[ToolResultContent], max_bytes: int, max_image_bytes: int
+) -> tuple[list[ToolResultContent], int] | None:
+    """``content`` within the limits and the text's full size, or None if it was within."""
+    total = 0
+    for block in content:
+        if isinstance(block, TextContent):
+            total += len(block.text.encode("utf-8", "surrogatepass"))
+    too_big_image = any(
+        isinstance(b, ImageContent) and _size(b.data) > max_image_bytes for b in content
+    )
+    if total <= max_bytes and not too_big_image:
+        return None
+    kept: list[ToolResultContent] = []
+    budget = max_bytes
+    for block in content:
+        if isinstance(block, ImageContent):
+            size = _size(block.data)
+            if size > max_image_bytes:
+                block = TextContent(
+                    f"[image: {block.mime_type}, {_describe_size(size)}, over the "
+                    f"{_describe_size(max_image_bytes)} limit: left out]"
+                )
+            else:
+                kept.append(block)
+                continue
+        data = block.text.encode("utf-8", "surrogatepass")
+        if budget <= 0:
+            continue
+        if len(data) > budget:  # cut on a character boundary
+            block = TextContent(data[:budget].decode("utf-8", "ignore"))
+            data = data[:budget]
+        budget -= len(data)
+        kept.append(block)
+    if total > max_bytes:
+        kept.append(
+            TextContent(
+                f"[Result truncated: the server sent {_describe_size(total)} of text; "
+                f"the first {_describe_size(max_bytes)} are shown.]"
+            )
+        )
+    return kept, total

@@ -15,6 +15,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from .._util import raise_single
 from ._adapter import McpToolAdapter
 from ._connection import McpConnection, McpConnectionError
+from ._content import DEFAULT_MAX_RESULT_BYTES
 from ._servers import HttpServer, SseServer, StdioServer, load_mcp_config
 
 __all__ = ["McpServers", "open_mcp", "open_mcp_servers"]
@@ -31,7 +32,15 @@ def _default_name(server: Any) -> str:
     return str(getattr(server, "name", None) or type(server).__name__)
 
 
-def _check_options(call_timeout: float | None, connect_timeout: float, protocol: str) -> None:
+def _check_options(
+    call_timeout: float | None,
+    connect_timeout: float,
+    protocol: str,
+    max_result_bytes: int = DEFAULT_MAX_RESULT_BYTES,
+) -> None:
+    size: object = max_result_bytes
+    if isinstance(size, bool) or not isinstance(size, int) or size < 1:
+        raise ValueError(f"max_result_bytes must be an integer >= 1, got {max_result_bytes!r}")
     if protocol not in ("auto", "legacy") and protocol not in MODERN_PROTOCOL_VERSIONS:
         versions = ", ".join(repr(v) for v in MODERN_PROTOCOL_VERSIONS)
         raise ValueError(
@@ -53,6 +62,7 @@ async def open_mcp(
     connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
     on_tools_changed: Callable[[McpConnection], Any] | None = None,
     protocol: str = "auto",
+    max_result_bytes: int = DEFAULT_MAX_RESULT_BYTES,
 ) -> AsyncIterator[McpConnection]:
     """Connect to an MCP server for the duration of the block; yield the connection.
 
@@ -79,6 +89,16 @@ async def open_mcp(
         protocol: ``"auto"`` (ask the server which protocol it speaks, and
             fall back to the ``initialize`` handshake of older servers),
             ``"legacy"`` (the handshake only), or a protocol version to speak.
+        max_result_bytes: Bytes of text (UTF-8) one tool result may put into
+            the context; more is cut on a character boundary, with a last line
+            giving the full size. Images over 5 MiB are described instead;
+            structured content or binary data in ``details`` over the limit
+            is left out, its size in ``details["omitted"]``.
+
+    What a server sends back (results, errors, progress) never holds the
+    credentials sent to it: header values, a basic ``auth``, the URL's
+    password and secret query values, secret ``env`` values of a stdio server,
+    and their encodings, are replaced by ``***``.
 
     Raises:
         McpConnectionError: the server could not be started or reached, or
@@ -87,7 +107,7 @@ async def open_mcp(
 
     Cancellation: cancelling the block closes the connection, as leaving it does.
     """
-    _check_options(call_timeout, connect_timeout, protocol)
+    _check_options(call_timeout, connect_timeout, protocol, max_result_bytes)
     connection = McpConnection(
         server,
         name=name or _default_name(server),
@@ -96,6 +116,7 @@ async def open_mcp(
         connect_timeout=connect_timeout,
         on_tools_changed=on_tools_changed,
         protocol=protocol,
+        max_result_bytes=max_result_bytes,
     )
     try:
         async with trio.open_nursery() as nursery:
@@ -147,6 +168,7 @@ async def open_mcp_servers(
     call_timeout: float | None = DEFAULT_CALL_TIMEOUT,
     connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
     protocol: str = "auto",
+    max_result_bytes: int = DEFAULT_MAX_RESULT_BYTES,
 ) -> AsyncIterator[McpServers]:
     """Connect to every server of an ``mcpServers`` configuration, all at once.
 
@@ -161,7 +183,7 @@ async def open_mcp_servers(
         ValueError: as for :func:`open_mcp`, or from :func:`load_mcp_config`.
         OSError: the configuration file cannot be read.
     """
-    _check_options(call_timeout, connect_timeout, protocol)
+    _check_options(call_timeout, connect_timeout, protocol, max_result_bytes)
     specs = load_mcp_config(config)
     connections = {
         name: McpConnection(
@@ -171,6 +193,7 @@ async def open_mcp_servers(
             call_timeout=call_timeout,
             connect_timeout=connect_timeout,
             protocol=protocol,
+            max_result_bytes=max_result_bytes,
         )
         for name, spec in specs.items()
     }

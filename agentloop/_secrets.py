@@ -128,14 +128,14 @@ _SECRET_HEADERS = frozenset(
 _SCHEME = re.compile(r"^\s*([A-Za-z][A-Za-z0-9_-]*)\s+(\S.*?)\s*$")
 
 
-def header_secrets(headers: Mapping[str, str], *, min_length: int = 8) -> list[str]:
+def header_secrets(headers: Mapping[str, str]) -> list[str]:
     """The secret values in ``headers``, and the parts of them that may come back alone.
 
     A header is secret when its name is (``Authorization``, ``Cookie``,
-    ``X-Api-Key``...) or looks like a credential (:func:`is_secret_name`), or
-    when its value is at least ``min_length`` characters. For ``Scheme
-    credentials`` values the credentials count too; for ``Basic`` ones the
-    decoded ``user:password`` and the password.
+    ``X-Api-Key``...) or looks like a credential (:func:`is_secret_name`:
+    ``X-Auth-Token``, ``Private-Token``...). For ``Scheme credentials`` values
+    the credentials count too; for ``Basic`` ones the decoded ``user:password``
+    and the password.
 
     >>> header_secrets({"Authorization": "Basic dXNlcjpodW50ZXIy", "Accept": "json"})
     ['Basic dXNlcjpodW50ZXIy', 'dXNlcjpodW50ZXIy', 'user:hunter2', 'hunter2']
@@ -143,7 +143,7 @@ def header_secrets(headers: Mapping[str, str], *, min_length: int = 8) -> list[s
     found: list[str] = []
     for name, value in headers.items():
         lowered = name.lower()
-        if not (lowered in _SECRET_HEADERS or is_secret_name(name) or len(value) >= min_length):
+        if not (lowered in _SECRET_HEADERS or is_secret_name(name)):
             continue
         found.append(value)
         match = _SCHEME.match(value)

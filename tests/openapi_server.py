@@ -10,7 +10,8 @@ sync. HEAD gets the headers of the response without its body.
 Routes (matched on the raw path, without the query):
 
 * ``/echo`` and ``/echo/...``: 200 ``application/json``, the request as seen on the
-  wire, see :func:`echo_document`.
+  wire, see :func:`echo_document`; ``/echo/status/<code>`` answers the same with
+  that status (an API that quotes the request in its error).
 * ``/status/<code>`` (200..599): that status, JSON ``{"error": "status <code>",
   "detail": "x" * 3000}``; 204 and 304 get no body (HTTP forbids one).
 * ``/hang``: never answers; the handler thread sleeps until the client disconnects
@@ -20,6 +21,9 @@ Routes (matched on the raw path, without the query):
 * ``/text``: 200 ``text/plain; charset=utf-8``, :data:`TEXT_BODY`.
 * ``/json-array``: 200 ``application/json``, :data:`JSON_ARRAY_BODY`.
 * ``/redirect``: 302 to ``/echo/redirected``.
+* ``/last``: 200 ``application/json``, the document of the last ``/echo`` request
+  (``null`` before the first): what was on the wire, for tests whose tool result
+  hides it (credentials are redacted there).
 * ``/cookie-set``: 200 with ``Set-Cookie:`` :data:`SET_COOKIE`, JSON ``{"ok": true}``.
 * anything else: 404 JSON ``{"error": "no route", "path": <raw path>}``.
 """
@@ -151,6 +155,9 @@ def echo_document(
     }
 
 
+_LAST: list[Any] = [None]  # the last /echo document (handlers run in threads; one item)
+
+
 class _BadRequest(Exception):
     """The request body's framing is malformed."""
 
@@ -271,7 +278,12 @@ class _Handler(BaseHTTPRequestHandler):
 
         if path == "/echo" or path.startswith("/echo/"):
             header_items = [(name, _wire_text(value)) for name, value in self.headers.items()]
-            self._send_json(200, echo_document(self.command, target, header_items, body))
+            document = echo_document(self.command, target, header_items, body)
+            _LAST[0] = document
+            status = re.fullmatch(r"/echo/status/(\d{3})", path)
+            self._send_json(int(status.group(1)) if status else 200, document)
+        elif path == "/last":
+            self._send_json(200, _LAST[0])
         elif match := _STATUS_ROUTE.fullmatch(path):
             code = int(match.group(1))
             if not 200 <= code <= 599:

@@ -13,7 +13,9 @@ import gzip
 import json
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
+import httpx2
 import jsonschema
 import pytest
 import trio
@@ -63,6 +65,13 @@ async def echo(tool: OpenApiToolAdapter, arguments: dict[str, Any]) -> dict[str,
     """Call ``tool`` against the echo server; what the server saw."""
     result = await tool.execute(arguments, ctx())
     seen: dict[str, Any] = json.loads(result.text_content)
+    return seen
+
+
+async def last_request(base: str) -> dict[str, Any]:
+    """What the echo server last saw on the wire (the tool's result may hide parts)."""
+    async with httpx2.AsyncClient() as client:
+        seen: dict[str, Any] = (await client.get(f"{base}/last")).json()
     return seen
 
 
@@ -608,27 +617,64 @@ CREDENTIALS = {
 async def test_auth_schemes_on_the_wire_and_never_shown(
     scheme: str, where: str, expected: str
 ) -> None:
+    """The credential goes out; what the echo brings back of it, and details, show ***."""
     paths = {"/echo/auth": {"get": op("auth", security=[{scheme: []}])}}
     components = {"securitySchemes": SCHEMES}
     with trio.fail_after(BOUND):
         async with serve_openapi_echo() as base:
             tool = await echo_tool(base, paths, {"credentials": CREDENTIALS}, components=components)
             result = await tool.execute({}, ctx())
-    seen = json.loads(result.text_content)
-    got = (
-        seen["query"]
-        if where == "query"
-        else seen["cookie"]
-        if where == "cookie"
-        else seen["headers"].get(where)
+            wire = await last_request(base)
+
+    def pick(seen: dict[str, Any]) -> Any:
+        if where in ("query", "cookie"):
+            return seen[where]
+        return seen["headers"].get(where)
+
+    assert pick(wire) == expected
+    shown = {"query": "api_key=***", "cookie": "session=***", "x-api-key": "***"}
+    assert pick(json.loads(result.text_content)) == shown.get(
+        where, expected.split(" ")[0] + " ***"
     )
-    assert got == expected
     assert result.details is not None
-    shown = json.dumps(result.details)
-    assert "key/query" not in shown
-    assert "key%2Fquery" not in shown
+    everything = result.text_content + json.dumps(result.details)
+    secret = CREDENTIALS[scheme]
+    for form in [secret] if isinstance(secret, str) else [":".join(secret), secret[1]]:
+        assert form not in everything
+    assert "key%2Fquery" not in everything
+    assert expected not in everything
     if scheme == "queryKey":
         assert result.details["url"] == f"{base}/echo/auth?api_key=***"
+
+
+@pytest.mark.parametrize(
+    ("scheme", "sent"),
+    [
+        ("bearer", "tok-bearer"),
+        ("basic", "pa:ss"),
+        ("headerKey", "key-header"),
+        ("queryKey", "key/query"),
+        ("cookieKey", "key-cookie"),
+    ],
+)
+async def test_a_credential_in_an_error_body_is_redacted(scheme: str, sent: str) -> None:
+    """A 4xx answer quoting the credential (URL-encoded or not) is redacted too."""
+    paths = {"/echo/status/{code}": {"get": op("status", security=[{scheme: []}])}}
+    paths["/echo/status/{code}"]["get"]["parameters"] = [
+        param("code", "path", {"type": "integer"}, required=True),
+        param("echo", "query"),
+    ]
+    components = {"securitySchemes": SCHEMES}
+    with trio.fail_after(BOUND):
+        async with serve_openapi_echo() as base:
+            tool = await echo_tool(base, paths, {"credentials": CREDENTIALS}, components=components)
+            with pytest.raises(al.ToolError) as caught:
+                await tool.execute({"code": 403, "echo": f"{sent} and {quote(sent)}"}, ctx())
+    text = str(caught.value) + json.dumps(caught.value.details)
+    assert sent not in text
+    assert quote(sent, safe="") not in text
+    assert caught.value.__cause__ is None
+    assert caught.value.__suppress_context__
 
 
 async def test_the_first_satisfiable_security_requirement_is_used() -> None:

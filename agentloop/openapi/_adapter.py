@@ -15,12 +15,13 @@ import attrs
 import httpx2
 import trio
 
+from .._secrets import Redactor, header_secrets
 from .._tool import ToolContext, ToolError, ToolResult, format_duration
 from .._types import ImageContent, TextContent, ToolResultContent
 from ._config import OpenApiConfig, OperationFilter
 from ._params import cookie_pairs, encode, header_value, path_value, query_pairs, scalar
 from ._plan import Body, Param, Security
-from ._spec import OpenApiError, Resolver, check_version, parse_document, url_base
+from ._spec import OpenApiError, Resolver, check_version, parse_document, shown, url_base
 
 __all__ = ["OpenApiToolAdapter"]
 
@@ -43,7 +44,10 @@ class OpenApiToolAdapter:
     ``details`` ``{"status", "method", "url", "content_type", "truncated"}``.
     Any other status is an error result naming the method, URL and status,
     with the start of the body. Credentials never appear in results, errors or
-    the ``repr``: an API key sent in the query shows as ``***``.
+    the ``repr``: an API key sent in the query shows as ``***``, and every
+    credential sent (token, password, key, the ``Authorization`` value, in
+    their plain, percent-encoded, JSON-escaped and base64 forms) is ``***`` in
+    whatever the response brings back.
     """
 
     name: str
@@ -89,6 +93,8 @@ class OpenApiToolAdapter:
         config = config or OpenApiConfig()
         base = source or ""
         name = source or "the OpenAPI document"
+        if not isinstance(spec, Mapping):
+            raise OpenApiError(f"{name}: an OpenAPI document is an object, not {shown(spec)}")
         document = dict(spec)
         check_version(document, name)
         resolver = Resolver(document, base)
@@ -169,6 +175,26 @@ class OpenApiToolAdapter:
         Cancellation: the request is abandoned (its connection closed).
         """
         request = self._request(params)
+        # Whatever the response brings back (an echo of the request, say) must not
+        # carry the credentials sent with it.
+        redactor = Redactor(request.secrets)
+        try:
+            result = await self._send(request)
+        except ToolError as error:
+            raise ToolError(
+                redactor.text(str(error)), details=redactor.json(error.details)
+            ) from None  # the original names the credential
+        if not redactor:
+            return result
+        return ToolResult(
+            tuple(
+                TextContent(redactor.text(b.text)) if isinstance(b, TextContent) else b
+                for b in result.content
+            ),
+            details=redactor.json(result.details),
+        )
+
+    async def _send(self, request: _Request) -> ToolResult:
         method = self.method.upper()
         shown = request.shown_url
         timeout = self.config.timeout
@@ -198,7 +224,7 @@ class OpenApiToolAdapter:
             "content_type": content_type or None,
             "truncated": truncated,
         }
-        text_body = _text(body, response, received.cut_off)
+        text_body = _text(body, response, received.cut_off, self.config.max_response_bytes)
         if response.status_code >= 400:
             reason = response.reason_phrase
             start = text_body[:_ERROR_BODY_CHARS]
@@ -250,7 +276,8 @@ class OpenApiToolAdapter:
                 headers[param.name] = header_value(param.name, value, param.explode)
             elif param.location == "cookie":
                 cookies += cookie_pairs(param.name, value, param.explode)
-        self._authorize(headers, query, shown_query, cookies)
+        secrets = self._authorize(headers, query, shown_query, cookies)
+        secrets += header_secrets(self.config.headers)
         headers.update(self.config.headers)
         if cookies:
             headers["Cookie"] = "; ".join(cookies)
@@ -258,24 +285,28 @@ class OpenApiToolAdapter:
         body = self._body_arguments(arguments, headers)
         tail = f"?{'&'.join(query)}" if query else ""
         shown_tail = f"?{'&'.join(shown_query)}" if shown_query else ""
-        return _Request(url + tail, url + shown_tail, headers, body)
+        return _Request(url + tail, url + shown_tail, headers, body, secrets)
 
     def _authorize(
         self, headers: dict[str, str], query: list[str], shown: list[str], cookies: list[str]
-    ) -> None:
+    ) -> list[str]:
+        """Apply the first satisfiable security requirement; return the secrets it sent."""
         credentials = self.config.credentials
         for requirement in self._security:
             if all(scheme.name in credentials for scheme in requirement):
                 break
         else:
-            return  # nothing we can satisfy: the API will say so
+            return []  # nothing we can satisfy: the API will say so
+        sent: list[str] = []
         for scheme in requirement:
             credential = credentials[scheme.name]
             if isinstance(credential, tuple):
                 user, password = (part.reveal() for part in credential)
                 secret = f"{user}:{password}"
+                sent.append(password)
             else:
                 secret = credential.reveal()
+            sent.append(secret)
             if scheme.kind == "basic":
                 token = base64.b64encode(secret.encode("utf-8")).decode("ascii")
                 headers["Authorization"] = f"Basic {token}"
@@ -290,6 +321,8 @@ class OpenApiToolAdapter:
                 shown.append(f"{encode(scheme.param)}=***")
             elif scheme.kind == "cookie":
                 cookies.append(f"{scheme.param}={encode(secret)}")
+            sent.append(encode(secret))  # as the query and cookie forms carry it
+        return sent
 
     def _body_arguments(
         self, arguments: Mapping[str, Any], headers: dict[str, str]
@@ -315,15 +348,20 @@ class OpenApiToolAdapter:
             raise ToolError(f"the body of {self.name} must be an object of fields")
         if body.mode == "form":
             return {"data": {k: _form_value(v) for k, v in value.items()}}
-        # multipart: httpx2 writes the boundary into the content type itself
+        # multipart: every field is a part, so that a body of text fields alone is
+        # multipart too (httpx2 sends data= without files= as a urlencoded form). Text
+        # fields are parts without a file name; httpx2 writes the boundary itself.
         del headers["Content-Type"]
-        data = {k: _form_value(v) for k, v in value.items() if k not in body.binary_fields}
-        files = {
-            k: (k, scalar(v).encode("utf-8"), "application/octet-stream")
-            for k, v in value.items()
-            if k in body.binary_fields
-        }
-        return {"data": data, "files": files} if files else {"data": data, "files": {}}
+        parts: list[tuple[str, tuple[str | None, bytes, str | None]]] = []
+        for key, field in value.items():
+            if key in body.binary_fields:
+                parts.append(
+                    (key, (key, scalar(field).encode("utf-8"), "application/octet-stream"))
+                )
+                continue
+            for item in field if isinstance(field, list) else [field]:
+                parts.append((key, (None, scalar(item).encode("utf-8"), None)))
+        return {"files": parts}
 
 
 @attrs.frozen
@@ -332,6 +370,7 @@ class _Request:
     shown_url: str  # the URL with credentials replaced by ***
     headers: dict[str, str]
     body: dict[str, Any]
+    secrets: list[str]  # every credential sent, to redact from what comes back
 
 
 def _form_value(value: Any) -> str | list[str]:
@@ -373,16 +412,21 @@ class _Received:
                 break
 
 
-def _text(body: bytes, response: httpx2.Response, cut_off: str | None) -> str:
-    """The body as the model reads it."""
+def _text(body: bytes, response: httpx2.Response, cut_off: str | None, limit: int) -> str:
+    """The body as the model reads it: at most ``limit`` bytes of it, and a marker if cut."""
     content_type = response.headers.get("content-type", "").split(";")[0].strip().lower()
     is_json = content_type == "application/json" or content_type.endswith("+json")
     truncated = cut_off is not None
     if is_json and not truncated:
         try:
-            return json.dumps(json.loads(body), indent=2, ensure_ascii=False)
+            pretty = json.dumps(json.loads(body), indent=2, ensure_ascii=False)
         except ValueError:
             pass
+        else:
+            # Indenting can make a body within the limit outgrow it: then it is shown
+            # as it came, which fits.
+            if len(pretty.encode("utf-8", "surrogatepass")) <= limit:
+                return pretty
     textual = (
         content_type.startswith("text/")
         or is_json

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from ._spec import Resolver
@@ -17,6 +18,83 @@ _ONE = ("items", "additionalProperties", "not", "contains", "propertyNames", "if
 _MANY = ("allOf", "anyOf", "oneOf", "prefixItems")
 _MAP = ("properties", "patternProperties", "dependentSchemas", "$defs", "definitions")
 _MAX_DEPTH = 40
+_TYPES = frozenset({"array", "boolean", "integer", "null", "number", "object", "string"})
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _count(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def _unique_strings(value: Any) -> bool:
+    return (
+        isinstance(value, list)
+        and all(isinstance(v, str) for v in value)
+        and len(set(value)) == len(value)
+    )
+
+
+def _type(value: Any) -> bool:
+    if isinstance(value, str):
+        return value in _TYPES
+    return (
+        isinstance(value, list)
+        and len(value) > 0
+        and all(isinstance(v, str) and v in _TYPES for v in value)
+        and len(set(value)) == len(value)
+    )
+
+
+def _unique_json(value: Any) -> bool:
+    try:
+        keys = [json.dumps(v, sort_keys=True) for v in value]
+    except (TypeError, ValueError):
+        return False
+    return len(set(keys)) == len(keys)
+
+
+# What the Draft 2020-12 meta-schema asks of each keyword's value (schema-valued
+# keywords are converted, not checked here). A keyword whose value breaks its rule
+# is dropped: a document with a typo still gives a valid, if looser, schema.
+_RULES: dict[str, Any] = {
+    "type": _type,
+    "enum": lambda v: isinstance(v, list),
+    "multipleOf": lambda v: _number(v) and v > 0,
+    **{k: _number for k in ("maximum", "minimum", "exclusiveMaximum", "exclusiveMinimum")},
+    **{
+        k: _count
+        for k in (
+            "maxLength",
+            "minLength",
+            "maxItems",
+            "minItems",
+            "maxContains",
+            "minContains",
+            "maxProperties",
+            "minProperties",
+        )
+    },
+    "pattern": lambda v: isinstance(v, str),
+    "uniqueItems": lambda v: isinstance(v, bool),
+    "required": _unique_strings,
+    "dependentRequired": lambda v: isinstance(v, dict) and all(map(_unique_strings, v.values())),
+    **{
+        k: lambda v: isinstance(v, str)
+        for k in (
+            "title",
+            "description",
+            "format",
+            "contentEncoding",
+            "contentMediaType",
+            "$comment",
+        )
+    },
+    **{k: lambda v: isinstance(v, bool) for k in ("deprecated", "readOnly", "writeOnly")},
+    "examples": lambda v: isinstance(v, list),
+}
 
 
 class SchemaConverter:
@@ -73,17 +151,26 @@ class SchemaConverter:
                     if isinstance(value, bool)
                     else self._convert(value, base, request, stack, depth + 1)
                 )
-            elif key in _MANY and isinstance(value, list):
-                out[key] = [self._convert(v, base, request, stack, depth + 1) for v in value]
-            elif key in _MAP and isinstance(value, dict):
-                out[key] = {
-                    name: self._convert(v, base, request, stack, depth + 1)
-                    for name, v in value.items()
-                    if not (key == "properties" and _hidden(v, self.resolver, base, request))
-                }
-            else:
+            elif key in _MANY:
+                if isinstance(value, list) and value:  # an empty list is no schema at all
+                    out[key] = [self._convert(v, base, request, stack, depth + 1) for v in value]
+            elif key in _MAP:
+                if isinstance(value, dict):
+                    out[key] = {
+                        name: self._convert(v, base, request, stack, depth + 1)
+                        for name, v in value.items()
+                        if not (key == "properties" and _hidden(v, self.resolver, base, request))
+                    }
+            elif key in ("dependencies", "dependentSchemas"):
+                continue  # rare, and their shapes vary between drafts: left out
+            elif key in _RULES:
+                if _RULES[key](value):
+                    out[key] = value
+            elif key not in ("$ref", "$dynamicRef", "$recursiveRef", "$vocabulary", "$defs"):
                 out[key] = value
         _exclusive_bounds(schema, out)
+        if "enum" in out and not _unique_json(out["enum"]):
+            del out["enum"]
         if isinstance(out.get("required"), list) and isinstance(schema.get("properties"), dict):
             left_out = set(schema["properties"]) - set(out.get("properties", ()))
             out["required"] = [name for name in out["required"] if name not in left_out]

@@ -12,7 +12,17 @@ from urllib.parse import unquote, urljoin, urlsplit
 
 import yaml
 
-__all__ = ["OpenApiError", "Resolver", "check_version", "parse_document"]
+__all__ = [
+    "OpenApiError",
+    "Resolver",
+    "check_version",
+    "expect_list",
+    "expect_object",
+    "expect_string",
+    "parse_document",
+    "pointer",
+    "shown",
+]
 
 
 class OpenApiError(ValueError):
@@ -20,6 +30,45 @@ class OpenApiError(ValueError):
 
 
 _VERSION = re.compile(r"^3\.(0|1)\.\d+$")
+
+
+def pointer(base: str, *parts: object) -> str:
+    """The JSON pointer ``base`` extended by ``parts`` (``~`` and ``/`` escaped).
+
+    >>> pointer("/paths", "/pets/{id}", "get")
+    '/paths/~1pets~1{id}/get'
+    """
+    escaped = (str(part).replace("~", "~0").replace("/", "~1") for part in parts)
+    return "/".join((base, *escaped)) if parts else base
+
+
+def shown(value: object) -> str:
+    try:
+        text = json.dumps(value, ensure_ascii=False)
+    except (TypeError, ValueError):
+        text = repr(value)
+    return text if len(text) <= 60 else text[:59] + "…"
+
+
+def expect_object(value: object, where: str, source: str) -> dict[str, Any]:
+    """``value`` if it is an object; else OpenApiError naming ``where`` (a JSON pointer)."""
+    if not isinstance(value, dict):
+        raise OpenApiError(f"{source}: {where}: expected an object, got {shown(value)}")
+    return value
+
+
+def expect_list(value: object, where: str, source: str) -> list[Any]:
+    """``value`` if it is an array; else OpenApiError naming ``where``."""
+    if not isinstance(value, list):
+        raise OpenApiError(f"{source}: {where}: expected an array, got {shown(value)}")
+    return value
+
+
+def expect_string(value: object, where: str, source: str) -> str:
+    """``value`` if it is a string; else OpenApiError naming ``where``."""
+    if not isinstance(value, str):
+        raise OpenApiError(f"{source}: {where}: expected a string, got {shown(value)}")
+    return value
 
 
 def parse_document(text: str | bytes, source: str) -> dict[str, Any]:
@@ -134,14 +183,27 @@ class Resolver:
 
     def deref(self, node: Any, base: str, *, limit: int = 64) -> tuple[str, Any]:
         """``node`` with any chain of ``$ref`` followed (for parameters, bodies, responses)."""
+        base, node, _ = self.locate(node, base, "", limit=limit)
+        return base, node
+
+    def locate(self, node: Any, base: str, where: str, *, limit: int = 64) -> tuple[str, Any, str]:
+        """As :meth:`deref`, with the JSON pointer of the node reached.
+
+        ``where`` is the pointer of ``node``; after a ``$ref`` it is the ref's
+        own (``#/components/parameters/Limit``, or ``file.yaml#/...`` in
+        another file).
+        """
         seen: set[tuple[str, str]] = set()
         while isinstance(node, dict) and "$ref" in node:
             key = (base, str(node["$ref"]))
             if key in seen or len(seen) >= limit:
                 raise OpenApiError(f"$ref {node['$ref']!r} refers to itself")
             seen.add(key)
-            base, node = self.target(node["$ref"], base)
-        return base, node
+            ref = node["$ref"]
+            base, node = self.target(ref, base)
+            location, _, fragment = ref.partition("#")
+            where = f"{location}#{fragment}" if location else f"#{fragment}"
+        return base, node, where
 
     @staticmethod
     def _join(base: str, location: str) -> str:

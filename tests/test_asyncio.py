@@ -45,11 +45,39 @@ async def loop_continue(a: al.Agent) -> None:
     await al.agent_loop_continue(context, a.config, send)
 
 
+async def mcp(a: al.Agent) -> None:
+    from agentloop.mcp import StdioServer, open_mcp
+
+    async with open_mcp(StdioServer("never-started")):
+        pass
+
+
+async def openapi(a: al.Agent) -> None:
+    from agentloop.openapi import OpenApiToolAdapter
+
+    await OpenApiToolAdapter.from_url("http://127.0.0.1:9/never-fetched.json")
+
+
+async def provider(a: al.Agent) -> None:
+    from agentloop.providers import AnthropicProvider, ModelRequest
+
+    model = AnthropicProvider("claude-sonnet-5", api_key="sk-never-sent")
+    request = ModelRequest(system_prompt="", messages=(al.UserMessage.text("hi"),))
+
+    async def emit(delta: al.StreamDelta) -> None:
+        pass
+
+    await model.stream(request, emit)
+
+
 CASES: list[tuple[str, Callable[[al.Agent], Awaitable[None]]]] = [
     ("Agent.run()", run),
     ("Agent.prompt()", prompt),
     ("agent_loop()", loop),
     ("agent_loop_continue()", loop_continue),
+    ("open_mcp()", mcp),
+    ("OpenApiToolAdapter.from_url()", openapi),
+    ("AnthropicProvider.stream()", provider),
 ]
 
 

@@ -12,7 +12,7 @@ from urllib.parse import urlsplit
 import trio
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-from .._util import raise_single
+from .._util import raise_single, require_trio
 from ._adapter import McpToolAdapter
 from ._connection import McpConnection, McpConnectionError
 from ._content import DEFAULT_MAX_RESULT_BYTES
@@ -107,6 +107,7 @@ async def open_mcp(
 
     Cancellation: cancelling the block closes the connection, as leaving it does.
     """
+    require_trio("open_mcp()")
     _check_options(call_timeout, connect_timeout, protocol, max_result_bytes)
     connection = McpConnection(
         server,
@@ -183,6 +184,7 @@ async def open_mcp_servers(
         ValueError: as for :func:`open_mcp`, or from :func:`load_mcp_config`.
         OSError: the configuration file cannot be read.
     """
+    require_trio("open_mcp_servers()")
     _check_options(call_timeout, connect_timeout, protocol, max_result_bytes)
     specs = load_mcp_config(config)
     connections = {

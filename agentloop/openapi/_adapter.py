@@ -18,6 +18,7 @@ import trio
 from .._secrets import Redactor, header_secrets
 from .._tool import ToolContext, ToolError, ToolResult, format_duration
 from .._types import ImageContent, TextContent, ToolResultContent
+from .._util import require_trio
 from ._config import OpenApiConfig, OperationFilter
 from ._params import cookie_pairs, encode, header_value, path_value, query_pairs, scalar
 from ._plan import Body, Param, Security
@@ -151,6 +152,7 @@ class OpenApiToolAdapter:
 
         Cancellation: the request is abandoned.
         """
+        require_trio("OpenApiToolAdapter.from_url()")
         config = config or OpenApiConfig()
         async with _client(config) as client:
             try:

@@ -37,6 +37,7 @@ import trio
 from .._events import StreamDelta, StreamRestart
 from .._tool import format_duration
 from .._types import AssistantMessage
+from .._util import require_trio
 from ._base import Emit, ModelRequest
 from ._errors import NetworkError, ProviderError, classify_http_error, error_detail, redact
 from ._model import ModelConfig, Secret
@@ -270,6 +271,7 @@ class HTTPProvider:
 
         Cancellation: the request is dropped at once, and so is a retry's wait.
         """
+        require_trio(f"{type(self).__name__}.stream()")
         body = self.body(request)  # the same for every attempt
         retries = 0
         while True:

@@ -28,9 +28,11 @@ from ._context import TokenEstimator as TokenEstimator
 from ._context import estimate_text_tokens as estimate_text_tokens
 from ._context import estimate_tokens as estimate_tokens
 from ._context import summarize_exchanges as summarize_exchanges
+from ._errors import AgentloopError as AgentloopError
 from ._events import AgentEnd as AgentEnd
 from ._events import AgentEvent as AgentEvent
 from ._events import AgentStart as AgentStart
+from ._events import AgentStop as AgentStop
 from ._events import CompactionEnded as CompactionEnded
 from ._events import CompactionRecord as CompactionRecord
 from ._events import CompactionStarted as CompactionStarted
@@ -40,6 +42,7 @@ from ._events import MessageUpdate as MessageUpdate
 from ._events import ProgressMessage as ProgressMessage
 from ._events import PrunApplied as PrunApplied
 from ._events import PrunRecord as PrunRecord
+from ._events import StopKind as StopKind
 from ._events import StreamDelta as StreamDelta
 from ._events import StreamRestart as StreamRestart
 from ._events import TextDelta as TextDelta
@@ -98,7 +101,9 @@ __all__ = [
     "AgentEvent",
     "AgentLoopConfig",
     "AgentStart",
+    "AgentStop",
     "AgentTool",
+    "AgentloopError",
     "Approver",
     "AssistantMessage",
     "Batched",
@@ -133,6 +138,7 @@ __all__ = [
     "PrunRequest",
     "QueueMode",
     "Sequential",
+    "StopKind",
     "StopReason",
     "StreamDelta",
     "StreamRestart",

@@ -18,7 +18,7 @@ from ._context import (
     estimate_tokens,
 )
 from ._events import AgentEnd, AgentEvent
-from ._loop._config import (
+from ._loop import (
     AfterCompactionHook,
     AfterLoopHook,
     AfterToolHook,
@@ -32,9 +32,11 @@ from ._loop._config import (
     BeforeUpdateHook,
     ExecutionLimits,
     OnErrorHook,
+    ToolRegistry,
+    TrioDriver,
+    prun_queue_of,
+    user_messages,
 )
-from ._loop._dispatch import ToolRegistry
-from ._loop._run import Run, _user_messages, prun_queue_of
 from ._permissions import Permissions
 from ._tool import AgentTool, ExecutionStrategy, Parallel
 from ._types import Message, UserMessage
@@ -245,11 +247,11 @@ class Agent:
         (each gets a "Skipped due to queued user message." result). Without a
         run, the message waits for the next one. Never blocks.
         """
-        self._steering.extend(_user_messages([message], "a steering message"))
+        self._steering.extend(user_messages([message], "a steering message"))
 
     def follow_up(self, message: str | UserMessage) -> None:
         """Queue a message for when the model is done: it starts another turn. Never blocks."""
-        self._follow_up.extend(_user_messages([message], "a follow-up message"))
+        self._follow_up.extend(user_messages([message], "a follow-up message"))
 
     def clear_steering_queue(self) -> None:
         """Drop the steering messages not yet taken."""
@@ -305,7 +307,7 @@ class Agent:
             RuntimeError: on entering, if a run is already going on.
             TrioRequiredError: on entering, outside trio (under asyncio, say).
         """
-        prompts = _user_messages(messages, "prompt messages")
+        prompts = user_messages(messages, "prompt messages")
         if not prompts:
             raise ValueError("prompt() needs at least one message")
         return self._session(prompts)
@@ -324,7 +326,7 @@ class Agent:
         send, receive = trio.open_memory_channel[AgentEvent](self._event_buffer_size)
         abort_scope = self._abort_scope = trio.CancelScope()
         try:
-            run = Run(
+            run = TrioDriver(
                 self._context,
                 self.config,
                 send,
@@ -347,7 +349,7 @@ class Agent:
 
     @staticmethod
     async def _drive(
-        run: Run, prompts: Sequence[UserMessage], send: trio.MemorySendChannel[AgentEvent]
+        run: TrioDriver, prompts: Sequence[UserMessage], send: trio.MemorySendChannel[AgentEvent]
     ) -> None:
         # Closed synchronously: an awaiting close in a cancelled scope would raise
         # Cancelled over the exception being propagated and lose it.

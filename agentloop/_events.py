@@ -12,6 +12,7 @@ that sent it. Match on them::
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Callable
 from typing import Any, TypeAlias
 
@@ -24,6 +25,7 @@ __all__ = [
     "AgentEnd",
     "AgentEvent",
     "AgentStart",
+    "AgentStop",
     "CompactionEnded",
     "CompactionRecord",
     "CompactionStarted",
@@ -33,6 +35,7 @@ __all__ = [
     "ProgressMessage",
     "PrunApplied",
     "PrunRecord",
+    "StopKind",
     "StreamDelta",
     "StreamRestart",
     "TextDelta",
@@ -115,17 +118,51 @@ class AgentStart(AgentEvent):
     timestamp: int = attrs.field(factory=now_ms)
 
 
+class StopKind(enum.Enum):
+    """Why a run ended (:attr:`AgentStop.kind`)."""
+
+    COMPLETED = "completed"  #: the model was done and no follow-up was queued
+    ABORTED = "aborted"  #: ``abort()``, the abort scope, or the caller cancelled
+    ERROR = "error"  #: the model's API failed (after its retries)
+    MAX_TURNS = "max_turns"  #: ``ExecutionLimits.max_turns``
+    MAX_TOKENS = "max_tokens"  #: ``ExecutionLimits.max_total_tokens``
+    MAX_DURATION = "max_duration"  #: ``ExecutionLimits.max_duration``
+    MAX_COST = "max_cost"  #: ``ExecutionLimits.max_cost``
+    VETOED = "vetoed"  #: ``before_loop`` or ``before_turn`` returned False
+
+
+@attrs.frozen(kw_only=True)
+class AgentStop:
+    """Why a run ended, as data: ``kind``, a sentence, and the error if one ended it.
+
+    >>> AgentStop(kind=StopKind.MAX_TURNS, message="Max turns reached (3/3)").kind.value
+    'max_turns'
+    """
+
+    kind: StopKind = attrs.field(kw_only=False)
+    message: str = attrs.field(default="", kw_only=False)
+    error: str | None = None
+
+    @property
+    def completed(self) -> bool:
+        """Whether the run ended because the model was done."""
+        return self.kind is StopKind.COMPLETED
+
+
 @attrs.frozen(kw_only=True)
 class AgentEnd(AgentEvent):
     """The run ended: always the last event, after an abort too.
 
     ``messages`` are the messages this run added to the history, in their final
-    form; ``usage`` sums the run's model calls.
+    form; ``usage`` sums the run's model calls; ``stop_reason`` says why it
+    ended (a limit, an abort, an error...), so code need not read it off the
+    history's text.
     """
 
     messages: tuple[Message, ...]
     usage: Usage
     timestamp: int = attrs.field(factory=now_ms)
+    stop_reason: AgentStop = attrs.field(factory=lambda: AgentStop(StopKind.COMPLETED))
 
 
 @attrs.frozen(kw_only=True)

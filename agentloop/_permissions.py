@@ -45,6 +45,8 @@ from typing import Any, Literal, TypeAlias
 
 import attrs
 
+from ._tool import tool_traits
+
 __all__ = ["Approver", "PermissionRequest", "PermissionRule", "Permissions"]
 
 Action: TypeAlias = Literal["allow", "ask", "deny"]
@@ -253,7 +255,7 @@ class Permissions:
         self, tool: Any, tool_name: str, tool_call_id: str, arguments: Mapping[str, Any]
     ) -> str | None:
         """None if the call may run, else why not (the text after "Permission denied: ")."""
-        subject_of = getattr(tool, "permission_subject", None)
+        subject_of = tool_traits(tool).permission_subject
         subject: tuple[str, str] | None = None
         if subject_of is not None:
             subject = subject_of(dict(arguments))

@@ -8,6 +8,7 @@ from typing import Any, Protocol, TypeAlias, runtime_checkable
 import attrs
 import trio
 
+from ._errors import AgentloopError
 from ._types import TextContent, ToolResultContent
 
 __all__ = [
@@ -24,8 +25,10 @@ __all__ = [
     "ToolNotFound",
     "ToolResult",
     "ToolTimeout",
+    "ToolTraits",
     "UpdateCallback",
     "format_duration",
+    "tool_traits",
 ]
 
 
@@ -109,9 +112,16 @@ class ToolContext:
 class AgentTool(Protocol):
     """A capability the model can call.
 
-    Any object with these attributes is a tool; there is no base class. A tool
-    may also have a ``timeout`` attribute (seconds, or ``None``) that overrides
-    the loop's ``tool_timeout`` for its calls.
+    Any object with these attributes is a tool; there is no base class.
+
+    A tool may also have these attributes (read once per run, by
+    :func:`tool_traits`; a tool without one gets the default):
+
+    - ``timeout``: seconds, or ``None`` (default), overriding the loop's
+      ``tool_timeout`` for its calls;
+    - ``permission_subject(params) -> (kind, subject)``: what a permission rule
+      matches its calls against (see :class:`~agentloop.Permissions`);
+    - ``prun_queue``: the :class:`~agentloop.PrunQueue` a prun tool writes to.
 
     ``execute`` receives the arguments, already checked against
     ``parameters_schema``, and returns a :class:`ToolResult`. To fail, raise
@@ -151,6 +161,32 @@ class AgentTool(Protocol):
     async def execute(self, params: dict[str, Any], ctx: ToolContext) -> ToolResult: ...
 
 
+@attrs.frozen
+class ToolTraits:
+    """A tool's optional attributes, or their defaults (see :class:`AgentTool`)."""
+
+    timeout: float | None = None
+    permission_subject: Callable[[Mapping[str, Any]], tuple[str, str]] | None = None
+    prun_queue: Any = None
+
+
+_NO_TRAITS = ToolTraits()
+
+
+def tool_traits(tool: object) -> ToolTraits:
+    """The optional attributes of ``tool`` (the one place that reads them).
+
+    >>> tool_traits(object()).timeout is None
+    True
+    """
+    timeout = getattr(tool, "timeout", None)
+    subject = getattr(tool, "permission_subject", None)
+    queue = getattr(tool, "prun_queue", None)
+    if timeout is None and subject is None and queue is None:
+        return _NO_TRAITS
+    return ToolTraits(timeout, subject, queue)
+
+
 # --------------------------------------------------------------------------- errors
 
 
@@ -165,7 +201,7 @@ def format_duration(seconds: float) -> str:
     return f"{plain(seconds)}s"
 
 
-class ToolError(Exception):
+class ToolError(AgentloopError):
     """A tool failed; the model is shown the message and may recover.
 
     ``details`` and ``child_loop_id`` go on the error result as they would on a

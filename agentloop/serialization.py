@@ -98,6 +98,7 @@ from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, overrid
 from cattrs.preconf.json import make_converter
 from cattrs.v import format_exception
 
+from ._errors import AgentloopError
 from ._events import (
     AgentEvent,
     MessageUpdate,
@@ -128,7 +129,7 @@ __all__ = [
 T = TypeVar("T")
 
 
-class DeserializationError(ValueError):
+class DeserializationError(AgentloopError, ValueError):
     """Data that cannot be read as the requested type.
 
     ``errors`` lists each problem found, as ``"<what> @ <JSON path>"``; the

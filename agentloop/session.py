@@ -206,6 +206,10 @@ class Session:
             ``ToolExecutionEnd.child_loop_id``).
         usage: The model usage of the recorded runs, summed.
         warnings: What was skipped while reading (a torn last line, say).
+        stops: Why each top-level run that finished ended, in order (its
+            ``AgentEnd.stop_reason``).
+        finished: Whether the last top-level run reached its ``AgentEnd``
+            (False: the process stopped while it ran).
     """
 
     session_id: str
@@ -216,6 +220,8 @@ class Session:
     children: dict[str, tuple[Message, ...]]
     usage: Usage
     warnings: tuple[str, ...]
+    stops: tuple[ev.AgentStop, ...] = ()
+    finished: bool = True
 
     def restore(self, agent: Any) -> None:
         """Put this session's history and context into ``agent`` (which must be idle).
@@ -287,6 +293,8 @@ def _assemble(
     by_loop: dict[str, dict[int, Message]] = {}
     records: list[ev.PrunRecord | ev.CompactionRecord] = []
     usage = Usage()
+    stops: list[ev.AgentStop] = []
+    finished = True
     for event in events:
         top = event.loop_id not in children_of
         messages = by_loop.setdefault("" if top else event.loop_id, {})
@@ -298,11 +306,15 @@ def _assemble(
                 messages[message.timestamp] = message
                 for result in results:
                     messages[result.timestamp] = result
-            case ev.AgentEnd(messages=final, usage=run_usage):
+            case ev.AgentStart() if top:
+                finished = False
+            case ev.AgentEnd(messages=final, usage=run_usage, stop_reason=stop):
                 for message in final:
                     messages[message.timestamp] = message
                 if top:
                     usage = usage + run_usage
+                    stops.append(stop)
+                    finished = True
             case ev.PrunApplied(record=record) if top:
                 records.append(record)
             case ev.CompactionEnded(record=record) if top:
@@ -320,6 +332,8 @@ def _assemble(
         children=children,
         usage=usage,
         warnings=tuple(warnings),
+        stops=tuple(stops),
+        finished=finished,
     )
 
 

@@ -216,6 +216,13 @@ def inrun_entries() -> SearchStrategy[al.InrunEntry]:
 
 _loop = {"loop_id": ids}
 
+agent_stops = st.builds(
+    al.AgentStop,
+    st.sampled_from(al.StopKind),
+    st.text(max_size=30),
+    error=st.none() | st.text(max_size=30),
+)
+
 agent_events: dict[type[al.AgentEvent], SearchStrategy[Any]] = {
     al.AgentStart: st.builds(
         al.AgentStart, **_loop, parent_loop_id=optional_texts, timestamp=timestamps
@@ -226,6 +233,7 @@ agent_events: dict[type[al.AgentEvent], SearchStrategy[Any]] = {
         messages=st.lists(messages(), max_size=3).map(tuple),
         usage=usages(),
         timestamp=timestamps,
+        stop_reason=agent_stops,
     ),
     al.TurnStart: st.builds(al.TurnStart, **_loop, turn_index=counts, timestamp=timestamps),
     al.TurnEnd: st.builds(
@@ -329,6 +337,8 @@ STRATEGIES: dict[type, SearchStrategy[Any]] = {
     al.ToolResultMessage: tool_result_messages(),
     al.Usage: usages(),
     al.StopReason: stop_reasons,
+    al.StopKind: st.sampled_from(al.StopKind),
+    al.AgentStop: agent_stops,
     al.ToolResult: tool_results(),
     al.PrunRecord: prun_records,
     al.PrunRequest: prun_requests,

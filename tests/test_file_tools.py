@@ -20,7 +20,7 @@ import pytest
 import trio
 
 import agentloop as al
-from agentloop._loop._dispatch import ToolRegistry
+from agentloop._loop import ToolRegistry
 from agentloop.testing import ScriptedProvider, call, reply
 from agentloop.tools import Workspace
 from agentloop.tools._edit import EditFileTool

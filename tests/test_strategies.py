@@ -311,6 +311,7 @@ async def test_before_loop_veto_sends_only_agent_end() -> None:
         messages=(),
         usage=al.Usage(),
         timestamp=recorder.events[0].timestamp,
+        stop_reason=al.AgentStop(al.StopKind.VETOED, "before_loop returned False"),
     )
     assert agent.messages == ()
     assert provider.requests == []

@@ -11,6 +11,7 @@ from typing import Any
 import attrs
 
 from .._demo import demo_provider
+from .._errors import AgentloopError
 from .._types import AssistantMessage, ThinkingContent
 from ..providers import (
     AnthropicProvider,
@@ -43,7 +44,7 @@ _TURN_KEYS = frozenset({"text", "thinking", "calls", "delay"})
 _CALL_KEYS = frozenset({"name", "args", "id"})
 
 
-class ModelError(ValueError):
+class ModelError(AgentloopError, ValueError):
     """The model asked for cannot be used; the message says why, for the user."""
 
 

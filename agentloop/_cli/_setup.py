@@ -8,6 +8,7 @@ from pathlib import Path
 
 import trio
 
+from .._errors import AgentloopError
 from .._permissions import Approver, PermissionRequest, Permissions
 from .._tool import AgentTool
 from ..openapi import OpenApiConfig, OpenApiError, OpenApiToolAdapter
@@ -30,7 +31,7 @@ READ_ONLY_TOOLS = ("read_file", "list_files", "search")
 ASKING_TOOLS = ("bash", "write_file", "edit_file")
 
 
-class SetupError(Exception):
+class SetupError(AgentloopError):
     """The agent cannot be set up as asked; the message says why, for the user."""
 
 

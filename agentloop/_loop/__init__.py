@@ -1,15 +1,51 @@
-"""The agent loop: configuration, turn engine, response streaming and tool dispatch."""
+"""The agent loop: the sans-I/O core (the rules), the trio driver, configuration."""
 
+from ._config import AfterCompactionHook as AfterCompactionHook
+from ._config import AfterLoopHook as AfterLoopHook
+from ._config import AfterToolHook as AfterToolHook
+from ._config import AfterTurnHook as AfterTurnHook
+from ._config import AfterUpdateHook as AfterUpdateHook
 from ._config import AgentLoopConfig as AgentLoopConfig
+from ._config import BeforeCompactionHook as BeforeCompactionHook
+from ._config import BeforeLoopHook as BeforeLoopHook
+from ._config import BeforeToolHook as BeforeToolHook
+from ._config import BeforeTurnHook as BeforeTurnHook
+from ._config import BeforeUpdateHook as BeforeUpdateHook
 from ._config import ExecutionLimits as ExecutionLimits
 from ._config import MessageSource as MessageSource
-from ._run import agent_loop as agent_loop
-from ._run import agent_loop_continue as agent_loop_continue
+from ._config import OnErrorHook as OnErrorHook
+from ._config import call_hook as call_hook
+from ._core import LoopCore as LoopCore
+from ._core import prun_queue_of as prun_queue_of
+from ._core import user_messages as user_messages
+from ._driver import TrioDriver as TrioDriver
+from ._driver import agent_loop as agent_loop
+from ._driver import agent_loop_continue as agent_loop_continue
+from ._driver import run_tool_call as run_tool_call
+from ._registry import ToolRegistry as ToolRegistry
 
 __all__ = [
+    "AfterCompactionHook",
+    "AfterLoopHook",
+    "AfterToolHook",
+    "AfterTurnHook",
+    "AfterUpdateHook",
     "AgentLoopConfig",
+    "BeforeCompactionHook",
+    "BeforeLoopHook",
+    "BeforeToolHook",
+    "BeforeTurnHook",
+    "BeforeUpdateHook",
     "ExecutionLimits",
+    "LoopCore",
     "MessageSource",
+    "OnErrorHook",
+    "ToolRegistry",
+    "TrioDriver",
     "agent_loop",
     "agent_loop_continue",
+    "call_hook",
+    "prun_queue_of",
+    "run_tool_call",
+    "user_messages",
 ]

@@ -29,6 +29,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.exceptions import MCPError
 
+from .._errors import AgentloopError
 from .._names import model_tool_name, unique_name
 from .._secrets import Redactor, header_secrets, is_secret_name, is_secret_value
 from .._tool import ToolError, format_duration
@@ -56,7 +57,7 @@ _EXIT_NOTE_WAIT = 1.0  # seconds a failed call waits to learn how the server pro
 _TRANSPORT_ERRORS = (trio.BrokenResourceError, trio.ClosedResourceError, httpx2.TransportError)
 
 
-class McpConnectionError(ConnectionError):
+class McpConnectionError(AgentloopError, ConnectionError):
     """The MCP server could not be reached, or did not complete the handshake in time."""
 
 

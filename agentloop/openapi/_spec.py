@@ -12,6 +12,8 @@ from urllib.parse import unquote, urljoin, urlsplit
 
 import yaml
 
+from .._errors import AgentloopError
+
 __all__ = [
     "OpenApiError",
     "Resolver",
@@ -25,7 +27,7 @@ __all__ = [
 ]
 
 
-class OpenApiError(ValueError):
+class OpenApiError(AgentloopError, ValueError):
     """The document is not an OpenAPI 3.0 or 3.1 description agentloop can use."""
 
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 
+from .._errors import AgentloopError
 from .._text import loads
 
 __all__ = [
@@ -56,7 +57,7 @@ _OVERFLOW_PHRASES = (
 )
 
 
-class ProviderError(Exception):
+class ProviderError(AgentloopError):
     """The model's API failed or refused the request.
 
     The loop ends the turn with an assistant message whose ``stop_reason`` is

@@ -11,6 +11,7 @@ from typing import Any, TypeAlias
 import attrs
 import trio
 
+from .._errors import AgentloopError
 from .._events import StreamDelta, TextDelta, ThinkingDelta, ToolCallDelta
 from .._types import (
     AssistantContent,
@@ -105,7 +106,7 @@ def fail(error: BaseException, *content: ScriptedBlock, delay: float | None = No
     return ScriptedTurn(content=content, error=error, delay=delay)
 
 
-class ScriptExhausted(Exception):
+class ScriptExhausted(AgentloopError):
     """The model was called more times than the script has turns."""
 
 

@@ -52,15 +52,16 @@ import trio
 
 from .._context import AgentContext, CompactionConfig, context_window_of
 from .._events import (
+    AgentEnd,
     AgentEvent,
+    AgentStop,
     MessageUpdate,
     ProgressMessage,
+    StopKind,
     TextDelta,
     ToolExecutionStart,
 )
-from .._loop._config import AgentLoopConfig, ExecutionLimits, call_hook
-from .._loop._dispatch import ToolRegistry, describe_exception
-from .._loop._run import agent_loop
+from .._loop import AgentLoopConfig, ExecutionLimits, ToolRegistry, agent_loop, call_hook
 from .._permissions import Permissions
 from .._tool import (
     AgentTool,
@@ -70,16 +71,14 @@ from .._tool import (
     ToolContext,
     ToolError,
     ToolResult,
+    tool_traits,
 )
 from .._types import (
     AssistantMessage,
-    Message,
-    StopReason,
     TextContent,
     Usage,
-    UserMessage,
 )
-from .._util import HookFailure, raise_single
+from .._util import HookFailure, describe_exception, raise_single
 from ..providers import Provider, ThinkingLevel
 from ..serialization import to_dict
 from ._prun import prun_tools
@@ -93,7 +92,6 @@ OnEvent: TypeAlias = Callable[[AgentEvent], Awaitable[None] | None]
 NO_OUTPUT_TEXT = "(sub-agent produced no text output)"
 
 _NAME = re.compile(r"[a-zA-Z0-9_-]{1,64}")
-_STOPPED_PREFIX = "[Agent stopped: "
 
 # How many sub-agent runs enclose the current task. trio copies the context of the
 # task that spawns a task, so the child loop's tasks, its tool calls included, see it.
@@ -271,7 +269,7 @@ class SubAgentTool:
                 raise ValueError(
                     f"SubAgentTool '{name}': a sub-agent cannot have sub-agents (got '{tool.name}')"
                 )
-            if getattr(tool, "prun_queue", None) is not None:
+            if tool_traits(tool).prun_queue is not None:
                 raise ValueError(
                     f"SubAgentTool '{name}': calls running at once would share the queue of "
                     f"'{tool.name}'; use SubAgentTool(..., prun=True), which gives each call "
@@ -351,6 +349,7 @@ class _ChildRun:
         self.cancelled: trio.Cancelled | None = None  # the call's, held until the child stops
         self.error: Exception | None = None  # raised by the child loop
         self.relaying = True  # forward events to the parent (until cancelled)
+        self.stop: AgentStop | None = None  # the child's AgentEnd says why it ended
         self.relay_scope: trio.CancelScope | None = None
 
     async def run(self, task: str) -> None:
@@ -418,6 +417,8 @@ class _ChildRun:
         ctx = self.ctx
         with receive:
             async for event in receive:
+                if isinstance(event, AgentEnd) and event.loop_id == self.child_id:
+                    self.stop = event.stop_reason
                 if on_event is not None:
                     try:
                         await call_hook(on_event, event)
@@ -475,16 +476,17 @@ class _ChildRun:
 
         if self.error is not None:
             raise failure(describe_exception(self.error)) from self.error
-        last = assistants[-1] if assistants else None
-        if last is not None and last.stop_reason is StopReason.ERROR:
-            raise failure(last.error_message or "the model call failed")
-        reason = _stop_reason(messages)
-        if reason is not None:
-            raise failure(f"{reason}\n\nIts last output:\n{text}" if text else reason)
-        if self.abort_scope.cancel_called or (
-            last is not None and last.stop_reason is StopReason.ABORTED
-        ):
+        stop = self.stop
+        if stop is None:  # pragma: no cover - the child always ends with AgentEnd
+            raise failure("the run ended without saying why")
+        kind = stop.kind
+        if kind is StopKind.ERROR:
+            raise failure(stop.error or "the model call failed")
+        if kind is StopKind.ABORTED or self.abort_scope.cancel_called:
             raise failure("the run was aborted")
+        if kind is not StopKind.COMPLETED:  # a limit, or a hook ended it
+            reason = stop.message
+            raise failure(f"{reason}\n\nIts last output:\n{text}" if text else reason)
         return ToolResult(
             (TextContent(text or NO_OUTPUT_TEXT),),
             details=details,
@@ -499,13 +501,3 @@ def _last_text(assistants: Sequence[AssistantMessage]) -> str:
         if any(blocks):
             return "\n".join(blocks)
     return ""
-
-
-def _stop_reason(messages: Sequence[Message]) -> str | None:
-    """The reason in a final ``"[Agent stopped: <reason>]"`` message, if the run hit a limit."""
-    if not messages or not isinstance(messages[-1], UserMessage):
-        return None
-    text = messages[-1].text
-    if text.startswith(_STOPPED_PREFIX) and text.endswith("]"):
-        return text[len(_STOPPED_PREFIX) : -1]
-    return None

@@ -1,0 +1,943 @@
+"""The loop core: the rules of a run, with no I/O and no trio.
+
+Like h11 and h2, the core is told what happened and answers what to do next.
+Its phases are generators: each yields an *action* and is sent its outcome.
+
+=====================  ==============================================  =================
+action                 the driver...                                   and sends back
+=====================  ==============================================  =================
+an :class:`AgentEvent` delivers it to the consumer                     ``None``
+:class:`CallHook`      calls ``hook(*args)`` (a plain or async          what it returned
+                       function: hooks, queues, the permission check)
+:class:`AskModel`      streams the request; gives each delta to         the message, or a
+                       :meth:`LoopCore.delta` and delivers the event    :class:`ModelFailed`
+:class:`RunCalls`      runs the calls (at once if several), each        ``None``
+                       under its own timeout, and feeds each outcome
+                       to :meth:`LoopCore.call_ended`
+:class:`Compact`       compacts the context (may ask a summarizer)      the outcome
+:data:`CHECKPOINT`     lets other tasks run                             ``None``
+=====================  ==============================================  =================
+
+The core owns every rule: limits and when the run stops (and why), the
+exactly-one-result ledger (each tool call of a reply gets one result, however
+the run ends), steering and follow-up, the strategies' order and skip rules,
+the argument checks and the hooks' verdicts, when to prune and compact. A
+driver owns time, tasks and cancellation. Two drivers exist: trio (in
+process, :mod:`._driver`) and a workflow engine (each model request and tool
+call an activity).
+
+A run is three phases, so a driver can make the middle one abortable::
+
+    if (yield from core.start(prompts)):     # before_loop, AgentStart, the prompts
+        yield from core.turns()             # abortable: the driver's abort scope
+    yield from core.finish(aborted)          # settle an abort, AgentEnd, after_loop
+
+When a phase cannot go on (the driver was cancelled, a hook raised),
+:meth:`LoopCore.interrupted` makes the history whole, synchronously.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Generator, Iterable, Sequence
+from typing import Any, Final
+
+import attrs
+
+from .._context import AgentContext, CompactionConfig, MessageView, PrunQueue, context_window_of
+from .._events import (
+    AgentEnd,
+    AgentEvent,
+    AgentStart,
+    AgentStop,
+    CompactionEnded,
+    CompactionStarted,
+    MessageEnd,
+    MessageStart,
+    MessageUpdate,
+    ProgressMessage,
+    PrunApplied,
+    StopKind,
+    StreamDelta,
+    ToolExecutionEnd,
+    ToolExecutionStart,
+    ToolExecutionUpdate,
+    TurnEnd,
+    TurnStart,
+)
+from .._scrub import scrub_delta, scrub_message, scrub_result
+from .._text import scrub
+from .._tool import Batched, Sequential, ToolError, ToolNotFound, ToolResult
+from .._types import (
+    AssistantContent,
+    AssistantMessage,
+    Message,
+    StopReason,
+    ToolCall,
+    ToolResultMessage,
+    Usage,
+    UserMessage,
+)
+from ..providers._base import ModelRequest
+from ._config import AgentLoopConfig
+from ._registry import ToolEntry, ToolRegistry, check_arguments, tool_traits
+from ._stream import PartialMessage
+
+__all__ = [
+    "ABORTED_TEXT",
+    "CHECKPOINT",
+    "ENDED_TEXT",
+    "NOT_RUN_TEXT",
+    "SKIPPED_TEXT",
+    "VETOED_TEXT",
+    "Action",
+    "AskModel",
+    "CallHook",
+    "CallState",
+    "Compact",
+    "LoopCore",
+    "ModelFailed",
+    "Phase",
+    "RunCalls",
+    "copy_arguments",
+    "prun_queue_of",
+    "user_messages",
+]
+
+SKIPPED_TEXT: Final = "Skipped due to queued user message."
+VETOED_TEXT: Final = "Tool execution skipped by before_tool_execution hook."
+ABORTED_TEXT: Final = "Cancelled: the run was aborted."
+ENDED_TEXT: Final = "Cancelled: the run ended before this tool call finished."
+NOT_RUN_TEXT: Final = "Not executed: the model's reply ended with an error."
+
+_FAILED_STOPS = (StopReason.ERROR, StopReason.ABORTED)
+_COMPLETED = AgentStop(StopKind.COMPLETED)
+
+
+# --------------------------------------------------------------------------- actions
+
+
+@attrs.frozen(slots=True)
+class CallHook:
+    """Call ``hook(*args)`` (plain or async) and send back what it returns."""
+
+    hook: Callable[..., Any]
+    args: tuple[Any, ...]
+
+
+@attrs.frozen(slots=True)
+class AskModel:
+    """Stream ``request`` from the model; send back the message or :class:`ModelFailed`."""
+
+    request: ModelRequest
+
+
+@attrs.frozen(slots=True)
+class ModelFailed:
+    """The model's API failed (a ProviderError, after its retries): why."""
+
+    message: str
+
+
+@attrs.frozen(slots=True)
+class RunCalls:
+    """Run these calls (their checks passed), each with its timeout; send back ``None``.
+
+    For each, the driver builds the tool's context, runs ``execute`` under the
+    timeout and feeds the outcome to :meth:`LoopCore.call_ended`, driving the
+    generator it returns in the call's own task.
+    """
+
+    calls: tuple[tuple[CallState, ToolEntry, float | None], ...]
+
+
+@attrs.frozen(slots=True)
+class Compact:
+    """Compact the working context; send back the :class:`~._context.CompactionOutcome`."""
+
+    config: CompactionConfig
+    overhead: int
+    measured: int | None
+
+
+class _Checkpoint:
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "CHECKPOINT"
+
+
+#: Let other tasks run (trio's ``checkpoint``); send back ``None``.
+CHECKPOINT: Final = _Checkpoint()
+
+Action = AgentEvent | CallHook | AskModel | RunCalls | Compact | _Checkpoint
+#: What a phase of the core is: it yields actions, is sent their outcomes.
+Phase = Generator[Action, Any, Any]
+
+
+# --------------------------------------------------------------------------- the ledger
+
+
+class CallState:
+    """What happened so far to one tool call of the current turn: the ledger's entry."""
+
+    __slots__ = ("after_hook_due", "appended", "call", "ended", "is_error", "result", "started")
+
+    def __init__(self, call: ToolCall) -> None:
+        self.call = call
+        self.started = False  # ToolExecutionStart sent
+        self.ended = False  # ToolExecutionEnd sent (or not due: vetoed)
+        self.result: ToolResult | None = None
+        self.is_error = False
+        self.appended = False  # its result message is in the history
+        self.after_hook_due = False  # before_tool_execution allowed it; after hook not run
+
+
+class _Turn:
+    """The turn in progress: from TurnStart until TurnEnd is sent."""
+
+    __slots__ = ("assistant", "calls", "index", "partial", "results")
+
+    def __init__(self, index: int) -> None:
+        self.index = index
+        self.partial: PartialMessage | None = None  # while the model streams
+        self.assistant: AssistantMessage | None = None  # once in the history
+        self.calls: list[CallState] = []
+        self.results: list[ToolResultMessage] = []
+
+
+class _AfterHook:
+    """An after_tool_execution call owed to a call that an interruption ended."""
+
+    __slots__ = ("state",)
+
+    def __init__(self, state: CallState) -> None:
+        self.state = state
+
+
+def user_messages(values: Iterable[object], what: str) -> list[UserMessage]:
+    """``values`` (str or UserMessage) as scrubbed user messages; TypeError for others."""
+    messages: list[UserMessage] = []
+    for value in values:
+        if isinstance(value, str):
+            messages.append(scrub_message(UserMessage.text(value)))
+        elif isinstance(value, UserMessage):
+            messages.append(scrub_message(value))
+        else:
+            raise TypeError(f"{what} must be str or UserMessage, got {type(value).__name__}")
+    return messages
+
+
+def _with_unique_call_ids(message: AssistantMessage, loop_id: str, turn: int) -> AssistantMessage:
+    """``message``, with an id for each tool call that has none or repeats one.
+
+    Results are matched to calls by id; some servers send empty or repeated ids.
+    """
+    calls = message.tool_calls
+    ids = [call.id for call in calls]
+    if all(ids) and len(set(ids)) == len(ids):
+        return message
+    seen: set[str] = set()
+    content: list[AssistantContent] = []
+    for position, block in enumerate(message.content):
+        if isinstance(block, ToolCall):
+            if not block.id or block.id in seen:
+                block = attrs.evolve(block, id=f"{loop_id}-{turn}-{position}")
+            seen.add(block.id)
+        content.append(block)
+    return attrs.evolve(message, content=tuple(content))
+
+
+def prun_queue_of(tools: Iterable[object]) -> PrunQueue | None:
+    """The queue the run's prun tools share, if it has any; ValueError if they share none."""
+    queues: dict[int, PrunQueue] = {}
+    for tool in tools:
+        queue = tool_traits(tool).prun_queue
+        if queue is not None:
+            queues[id(queue)] = queue
+    if len(queues) > 1:
+        raise ValueError(
+            "the prun tools must share one PrunQueue (build them with "
+            "agentloop.tools.prun_tools()), so that their requests keep their order"
+        )
+    return next(iter(queues.values()), None)
+
+
+# --------------------------------------------------------------------------- the core
+
+
+class LoopCore:
+    """The rules of one run over ``context``; see the module docstring.
+
+    Args:
+        context: The conversation; the run appends to it as it goes.
+        config: The run's settings and hooks (the provider is the driver's).
+        loop_id: Names the run in its events.
+        parent_loop_id: The loop that started this one (sub-agents).
+        now: Seconds on a monotonic clock (the driver's), for ``max_duration``.
+
+    Raises:
+        ValueError, TypeError: as :class:`ToolRegistry` does for bad tools, or
+            the prun tools share no queue.
+    """
+
+    __slots__ = (
+        "_now",
+        "_owed",
+        "_started_at",
+        "_tokens_used",
+        "_turn_index",
+        "_turns_done",
+        "_unannounced",
+        "config",
+        "context",
+        "context_window",
+        "ending",
+        "loop_id",
+        "measured",
+        "new_messages",
+        "parent_loop_id",
+        "pending",
+        "prun_queue",
+        "registry",
+        "stop",
+        "turn",
+        "usage",
+    )
+
+    def __init__(
+        self,
+        context: AgentContext,
+        config: AgentLoopConfig,
+        *,
+        loop_id: str,
+        parent_loop_id: str | None = None,
+        now: Callable[[], float],
+    ) -> None:
+        self.context = context
+        self.config = config
+        self.registry = ToolRegistry(context.tools)
+        self.prun_queue = prun_queue_of(context.tools)
+        self.context_window = (
+            0
+            if config.compaction is None
+            else context_window_of(config.compaction, config.provider)
+        )
+        self.loop_id = loop_id
+        self.parent_loop_id = parent_loop_id
+        self._now = now
+        self.new_messages: list[Message] = []
+        self.usage = Usage()
+        self.turn: _Turn | None = None
+        self.pending: list[UserMessage] = []  # polled, not yet in the history
+        # Events describing history already changed (and after hooks owed with them).
+        self._owed: list[AgentEvent | _AfterHook] = []
+        self._unannounced: list[UserMessage] = []
+        self._turn_index = 0
+        self._turns_done = 0
+        self._tokens_used = 0
+        self._started_at = 0.0
+        self.ending = False  # AgentEnd is being (or was) sent
+        self.stop = _COMPLETED  # why the run ends; the last word is AgentEnd's
+        # The last request sent and its size as the model counted it (compaction's gauge).
+        self.measured: tuple[MessageView, int] | None = None
+
+    # ----------------------------------------------------------------- plumbing
+
+    def _add(self, message: Message) -> None:
+        self.context.append(message)
+        self.new_messages.append(message)
+
+    def _settle_owed(self, *items: AgentEvent | _AfterHook) -> Phase:
+        """Deliver events for a history change already made (an abort re-sends what is left)."""
+        owed = self._owed
+        owed.extend(items)
+        hook = self.config.after_tool_execution
+        while owed:
+            item = owed[0]
+            if isinstance(item, _AfterHook):
+                del owed[0]  # at most once, even if the driver is cancelled meanwhile
+                if hook is not None:
+                    call = item.state.call
+                    yield CallHook(hook, (call.name, call.id, item.state.is_error))
+            else:
+                yield item
+                del owed[0]  # dropped only once delivered
+
+    def _announce(self, message: Message) -> Phase:
+        loop_id = self.loop_id
+        return self._settle_owed(
+            MessageStart(loop_id=loop_id, message=message),
+            MessageEnd(loop_id=loop_id, message=message),
+        )
+
+    def _poll(self, source: Callable[..., Any] | None) -> Phase:
+        if source is None:
+            yield CHECKPOINT
+            return []
+        messages = user_messages((yield CallHook(source, ())), "queued messages")
+        self.pending.extend(messages)
+        return messages
+
+    def _poll_steering(self) -> Phase:
+        return self._poll(self.config.get_steering_messages)
+
+    # ----------------------------------------------------------------- the phases
+
+    def start(self, prompts: Sequence[UserMessage]) -> Phase:
+        """before_loop, ``AgentStart``, the prompts into the history. Returns False if vetoed
+        (``AgentEnd`` has then been sent: the run is over)."""
+        before_loop = self.config.before_loop
+        if (
+            before_loop is not None
+            and (yield CallHook(before_loop, (self.context.view(),))) is False
+        ):
+            self.stop = AgentStop(StopKind.VETOED, "before_loop returned False")
+            yield from self._send_end()
+            return False
+        self._started_at = self._now()
+        yield AgentStart(loop_id=self.loop_id, parent_loop_id=self.parent_loop_id)
+        for prompt in prompts:
+            prompt = self.context.stamp(prompt)
+            self._add(prompt)
+            self._unannounced.append(prompt)
+        return True
+
+    def finish(self, aborted: bool) -> Phase:
+        """Settle an abort, send ``AgentEnd``, run after_loop. Returns the run's new messages."""
+        if aborted:
+            self.stop = AgentStop(StopKind.ABORTED, "the run was aborted")
+            yield from self._settle_owed(*self.settle(StopReason.ABORTED, "Aborted", ABORTED_TEXT))
+        yield from self._send_end()
+        after_loop = self.config.after_loop
+        if after_loop is not None:
+            yield CallHook(after_loop, (tuple(self.new_messages), self.usage))
+        return tuple(self.new_messages)
+
+    def _send_end(self) -> Phase:
+        # Set first: a consumer may see AgentEnd and leave before it is delivered, and the
+        # run is over by then; only after_loop is left, and it must not be cancelled.
+        self.ending = True
+        yield AgentEnd(
+            loop_id=self.loop_id,
+            messages=tuple(self.new_messages),
+            usage=self.usage,
+            stop_reason=self.stop,
+        )
+
+    def turns(self) -> Phase:
+        """The turns, until the model is done, a limit is reached, or a hook ends the run."""
+        config = self.config
+        yield from self._poll_steering()
+        while True:
+            while True:
+                limit = self._limit()
+                if limit is not None:
+                    self.stop = limit
+                    stop = self.context.stamp(UserMessage.text(f"[Agent stopped: {limit.message}]"))
+                    self._add(stop)
+                    yield from self._announce(stop)
+                    return
+                if (
+                    config.before_turn is not None
+                    and (
+                        yield CallHook(config.before_turn, (self.context.view(), self._turn_index))
+                    )
+                    is False
+                ):
+                    self.stop = AgentStop(StopKind.VETOED, "before_turn returned False")
+                    return
+                yield TurnStart(loop_id=self.loop_id, turn_index=self._turn_index)
+                turn = self.turn = _Turn(self._turn_index)
+                self._turn_index += 1
+                yield from self._inject()
+                yield from self._maybe_compact()
+                assistant = yield from self._stream(turn)
+                if assistant.stop_reason in _FAILED_STOPS:
+                    self._turns_done += 1
+                    self.usage += assistant.usage
+                    for state in turn.calls:
+                        yield from self._skip(state, NOT_RUN_TEXT)
+                    yield from self._append_results(turn.calls)
+                    if assistant.stop_reason is StopReason.ERROR:
+                        error = assistant.error_message or "Unknown error"
+                        self.stop = AgentStop(StopKind.ERROR, error, error=error)
+                        if config.on_error is not None:
+                            yield CallHook(config.on_error, (error,))
+                    else:
+                        self.stop = AgentStop(StopKind.ABORTED, "the model's reply was aborted")
+                    yield from self._end_turn(turn)
+                    return
+                # The model call is paid for whatever happens to its tools (an abort, say).
+                self.usage += assistant.usage
+                self._tokens_used += assistant.usage.input + assistant.usage.output
+                if turn.calls:
+                    yield from self._run_calls(turn)
+                    yield from self._settle_owed(*self._apply_pruns(turn))
+                self._turns_done += 1
+                yield from self._end_turn(turn)
+                if self.pending:
+                    continue
+                yield from self._poll_steering()
+                # PAUSED: the API paused a long turn; asking again lets it go on.
+                if (
+                    not turn.calls
+                    and not self.pending
+                    and assistant.stop_reason is not StopReason.PAUSED
+                ):
+                    break
+            yield from self._poll(config.get_follow_up_messages)
+            if not self.pending:
+                return
+
+    def _limit(self) -> AgentStop | None:
+        limits = self.config.limits
+        if limits.max_turns is not None and self._turns_done >= limits.max_turns:
+            message = f"Max turns reached ({self._turns_done}/{limits.max_turns})"
+            return AgentStop(StopKind.MAX_TURNS, message)
+        if limits.max_total_tokens is not None and self._tokens_used >= limits.max_total_tokens:
+            message = f"Max tokens reached ({self._tokens_used}/{limits.max_total_tokens})"
+            return AgentStop(StopKind.MAX_TOKENS, message)
+        if limits.max_duration is not None:
+            elapsed = self._now() - self._started_at
+            if elapsed >= limits.max_duration:
+                message = f"Max duration reached ({elapsed:.0f}s/{limits.max_duration:.0f}s)"
+                return AgentStop(StopKind.MAX_DURATION, message)
+        if limits.max_cost is not None and self.usage.cost >= limits.max_cost:
+            message = f"Max cost reached (${self.usage.cost:.4f}/${limits.max_cost:.4f})"
+            return AgentStop(StopKind.MAX_COST, message)
+        return None
+
+    def _inject(self) -> Phase:
+        """Announce the prompts (first turn) and add the queued user messages."""
+        while self._unannounced:
+            yield from self._announce(self._unannounced.pop(0))
+        while self.pending:
+            message = self.context.stamp(self.pending.pop(0))
+            self._add(message)
+            yield from self._announce(message)
+
+    # ----------------------------------------------------------------- the model
+
+    def _stream(self, turn: _Turn) -> Phase:
+        config = self.config
+        partial = PartialMessage()
+        request = ModelRequest(
+            system_prompt=self.context.system_prompt,
+            messages=self.context.working_context(),
+            tools=self.registry.definitions,
+            max_tokens=config.max_tokens,
+            temperature=config.temperature,
+            thinking=config.thinking_level,
+        )
+        yield MessageStart(loop_id=self.loop_id, message=partial.message())
+        turn.partial = partial
+        final = yield AskModel(request)
+        if isinstance(final, ModelFailed):
+            final = partial.interrupted(StopReason.ERROR, final.message)
+        if not isinstance(final, AssistantMessage):
+            raise TypeError(
+                f"{type(config.provider).__name__}.stream returned {type(final).__name__}, "
+                "expected an AssistantMessage"
+            )
+        usage = final.usage
+        prompt_tokens = usage.input + usage.cache_read + usage.cache_write
+        if final.stop_reason not in _FAILED_STOPS and prompt_tokens > 0:
+            assert isinstance(request.messages, MessageView)
+            self.measured = (request.messages, prompt_tokens)
+        final = scrub_message(final)  # whatever a provider returns must encode again
+        assistant = self.context.stamp(_with_unique_call_ids(final, self.loop_id, turn.index))
+        self._add(assistant)
+        # Register the calls in the same step: from here on they are in the history,
+        # and an interruption must answer each of them.
+        turn.calls = [CallState(call) for call in assistant.tool_calls]
+        turn.assistant = assistant
+        yield from self._settle_owed(MessageEnd(loop_id=self.loop_id, message=assistant))
+        return assistant
+
+    def delta(self, delta: StreamDelta) -> MessageUpdate:
+        """The event for a piece the model streamed (during :class:`AskModel`)."""
+        partial = self.turn.partial if self.turn is not None else None
+        assert partial is not None, "delta() outside AskModel"
+        delta = scrub_delta(delta)
+        partial.apply(delta)
+        return MessageUpdate(loop_id=self.loop_id, message=partial.snapshot(), delta=delta)
+
+    # ----------------------------------------------------------------- tool calls
+
+    def _run_calls(self, turn: _Turn) -> Phase:
+        """Run the turn's calls by the strategy; steering skips the ones not started."""
+        strategy = self.config.strategy
+        states = turn.calls
+        if isinstance(strategy, Sequential):
+            units = [[state] for state in states]
+        elif isinstance(strategy, Batched):
+            size = strategy.size
+            units = [states[i : i + size] for i in range(0, len(states), size)]
+        else:
+            units = [states]
+        for position, unit in enumerate(units):
+            yield from self._run_unit(unit)
+            steering = yield from self._poll_steering()
+            if steering:
+                skipped = [state for rest in units[position + 1 :] for state in rest]
+                for state in skipped:
+                    yield from self._skip(state, SKIPPED_TEXT)
+                yield from self._append_results(skipped)
+                return
+
+    def _run_unit(self, unit: list[CallState]) -> Phase:
+        """Check a unit's calls in order, run them together, record results in order."""
+        runnable: list[tuple[CallState, ToolEntry, float | None]] = []
+        tool_timeout = self.config.tool_timeout
+        for state in unit:
+            entry = yield from self._preflight(state)
+            if entry is not None:
+                timeout = entry.timeout if entry.timeout is not None else tool_timeout
+                runnable.append((state, entry, timeout))
+        if runnable:
+            yield RunCalls(tuple(runnable))
+        yield from self._append_results(unit)
+
+    def _preflight(self, state: CallState) -> Phase:
+        """Steps up to ToolExecutionStart. Returns the entry to run, or None."""
+        call = state.call
+        entry = self.registry.get(call.name)
+        turn = self.turn
+        cut_off = (
+            turn is not None
+            and turn.assistant is not None
+            and turn.assistant.stop_reason is StopReason.LENGTH
+        )
+        problem: ToolError | None = (
+            ToolNotFound(call.name)
+            if entry is None
+            else check_arguments(call, entry.validator, cut_off=cut_off)
+        )
+        if problem is not None or entry is None:
+            yield from self._start(state)
+            yield from self.call_ended(state, ToolResult.text(str(problem)), True)
+            return None
+        permissions = self.config.permissions
+        if permissions is not None:
+            denial = yield CallHook(
+                permissions.check, (entry.tool, call.name, call.id, copy_arguments(call.arguments))
+            )
+            if denial is not None:
+                yield from self._start(state)
+                result = ToolResult.text(f"Permission denied: {denial}")
+                yield from self.call_ended(state, result, True)
+                return None
+        hook = self.config.before_tool_execution
+        # Hooks and tools get copies: the arguments also live in the history and in events.
+        if (
+            hook is not None
+            and (yield CallHook(hook, (call.name, call.id, copy_arguments(call.arguments))))
+            is False
+        ):
+            state.result, state.is_error, state.ended = ToolResult.text(VETOED_TEXT), True, True
+            return None
+        state.after_hook_due = self.config.after_tool_execution is not None
+        yield from self._start(state)
+        return entry
+
+    def _start(self, state: CallState) -> Phase:
+        call = state.call
+        yield ToolExecutionStart(
+            loop_id=self.loop_id, tool_call_id=call.id, tool_name=call.name, args=call.arguments
+        )
+        state.started = True
+
+    def call_ended(self, state: CallState, result: ToolResult, is_error: bool) -> Phase:
+        """A call's outcome: ``ToolExecutionEnd``, then its after hook if one is due."""
+        result = scrub_result(result)  # tools may return text that cannot be encoded
+        state.result, state.is_error = result, is_error
+        call = state.call
+        yield ToolExecutionEnd(
+            loop_id=self.loop_id,
+            tool_call_id=call.id,
+            tool_name=call.name,
+            result=result,
+            is_error=is_error,
+            child_loop_id=result.child_loop_id,
+        )
+        state.ended = True
+        if state.after_hook_due:
+            state.after_hook_due = False
+            hook = self.config.after_tool_execution
+            if hook is not None:
+                yield CallHook(hook, (call.name, call.id, is_error))
+
+    def update(self, state: CallState, partial: ToolResult) -> Phase:
+        """A running call's partial result: its update hooks and ``ToolExecutionUpdate``."""
+        if not isinstance(partial, ToolResult):
+            raise TypeError(f"on_update takes a ToolResult, got {type(partial).__name__}")
+        partial = scrub_result(partial)
+        call = state.call
+        text = partial.text_content
+        config = self.config
+        before = config.before_tool_execution_update
+        if before is not None and (yield CallHook(before, (call.name, call.id, text))) is False:
+            yield CHECKPOINT
+            return
+        yield ToolExecutionUpdate(
+            loop_id=self.loop_id, tool_call_id=call.id, tool_name=call.name, partial_result=partial
+        )
+        after = config.after_tool_execution_update
+        if after is not None:
+            yield CallHook(after, (call.name, call.id, text))
+
+    def progress(self, state: CallState, text: str) -> ProgressMessage:
+        """The event for a line of progress a running call reported."""
+        call = state.call
+        return ProgressMessage(
+            loop_id=self.loop_id, tool_call_id=call.id, tool_name=call.name, text=scrub(str(text))
+        )
+
+    def _skip(self, state: CallState, text: str) -> Phase:
+        yield from self._start(state)
+        yield from self.call_ended(state, ToolResult.text(text), True)
+
+    def _result_message(self, state: CallState) -> ToolResultMessage:
+        """Append the call's result to the history (synchronously) and return the message."""
+        assert state.result is not None
+        message = ToolResultMessage(
+            state.call.id,
+            state.call.name,
+            state.result.content,
+            is_error=state.is_error,
+            timestamp=self.context.next_timestamp(),
+            child_loop_id=state.result.child_loop_id,
+        )
+        self._add(message)
+        assert self.turn is not None
+        self.turn.results.append(message)
+        state.appended = True
+        return message
+
+    def _append_results(self, states: Iterable[CallState]) -> Phase:
+        for state in states:
+            yield from self._announce(self._result_message(state))
+
+    # ----------------------------------------------------------------- context
+
+    def _apply_pruns(self, turn: _Turn) -> list[AgentEvent | _AfterHook]:
+        """Apply the waiting prun requests, in order; return their events. Synchronous."""
+        if self.prun_queue is None:
+            return []
+        events: list[AgentEvent | _AfterHook] = []
+        order = {state.call.id: position for position, state in enumerate(turn.calls)}
+        requests = self.prun_queue.take_all()  # calls may finish in any order: use the model's
+        requests.sort(key=lambda request: order.get(request.tool_call_id or "", len(order)))
+        for request in requests:
+            record = self.context.prun(request, keep=turn.assistant)
+            events.append(
+                PrunApplied(
+                    loop_id=self.loop_id,
+                    record=record,
+                    messages_removed=len(record.pruned_timestamps),
+                )
+            )
+        return events
+
+    def _overhead(self) -> int:
+        """Estimated tokens of the request besides its messages: system prompt and tools."""
+        definitions = [
+            {"name": d.name, "description": d.description, "parameters": d.parameters}
+            for d in self.registry.definitions
+        ]
+        text = self.context.system_prompt + json.dumps(definitions, ensure_ascii=False)
+        return self.context.token_estimator(UserMessage.text(text))
+
+    def _maybe_compact(self) -> Phase:
+        compaction = self.config.compaction
+        if compaction is None:
+            return
+        overhead = self._overhead()
+        measured = None
+        if self.measured is not None:
+            measured = self.context.measured_tokens(*self.measured)
+        estimated = measured or overhead + self.context.working_tokens()
+        if estimated <= compaction.threshold * self.context_window:
+            return
+        count = len(self.context.working_context())
+        hook = self.config.before_compaction_start
+        if hook is not None and (yield CallHook(hook, (estimated, count))) is False:
+            return
+        yield CompactionStarted(
+            loop_id=self.loop_id,
+            estimated_tokens=estimated,
+            message_count=count,
+            context_window=self.context_window,
+        )
+        outcome = yield Compact(compaction, overhead, measured)
+        yield from self._settle_owed(
+            CompactionEnded(
+                loop_id=self.loop_id,
+                record=outcome.record,
+                messages_before=outcome.messages_before,
+                messages_after=outcome.messages_after,
+                estimated_tokens_before=outcome.tokens_before,
+                estimated_tokens_after=outcome.tokens_after,
+                summary_error=outcome.summary_error,
+            )
+        )
+        if self.config.after_compaction_end is not None:
+            yield CallHook(
+                self.config.after_compaction_end, (outcome.tokens_before, outcome.tokens_after)
+            )
+
+    def _end_turn(self, turn: _Turn) -> Phase:
+        assert turn.assistant is not None
+        yield self._turn_end(turn)
+        self.turn = None
+        if self.config.after_turn is not None:
+            yield CallHook(self.config.after_turn, (self.context.view(), turn.assistant.usage))
+
+    def _turn_end(self, turn: _Turn) -> TurnEnd:
+        assert turn.assistant is not None
+        return TurnEnd(
+            loop_id=self.loop_id,
+            turn_index=turn.index,
+            message=turn.assistant,
+            tool_results=tuple(turn.results),
+            usage=turn.assistant.usage,
+        )
+
+    # ----------------------------------------------------------------- interruption
+
+    def interrupted(self, cancelled: bool, description: str) -> None:
+        """The run stops where it is (the driver was cancelled, or ``description``
+        failed): make the history whole. Synchronous; sends nothing."""
+        if cancelled:
+            self.stop = AgentStop(StopKind.ABORTED, "the run was cancelled")
+            self.settle(StopReason.ABORTED, "Cancelled", ENDED_TEXT)
+        else:
+            self.stop = AgentStop(StopKind.ERROR, description, error=description)
+            self.settle(StopReason.ERROR, description, ENDED_TEXT)
+
+    def settle(
+        self, stop_reason: StopReason, error_message: str, call_text: str
+    ) -> list[AgentEvent | _AfterHook]:
+        """Make the history whole after an interruption; return what says so.
+
+        Synchronous, so it completes even when the run is being cancelled. Every
+        message the run took (prompts, queued messages) ends up in the history;
+        the turn in progress gets its assistant message (marked ``stop_reason``)
+        and every one of its tool calls gets exactly one result. Idempotent.
+        """
+        loop_id = self.loop_id
+        events = list(self._owed)
+        self._owed.clear()
+        for prompt in self._unannounced:
+            events += [
+                MessageStart(loop_id=loop_id, message=prompt),
+                MessageEnd(loop_id=loop_id, message=prompt),
+            ]
+        self._unannounced.clear()
+        turn, self.turn = self.turn, None
+        if turn is not None:
+            old = turn.assistant
+            turn_events = self._settle_turn(turn, stop_reason, error_message, call_text)
+            new = turn.assistant
+            if old is not None and new is not None and new is not old:
+                # A MessageEnd still owed for the replaced message now describes its final form.
+                events = [
+                    MessageEnd(loop_id=loop_id, message=new)
+                    if isinstance(event, MessageEnd) and event.message is old
+                    else event
+                    for event in events
+                ]
+            events += turn_events
+        for message in self.pending:
+            message = self.context.stamp(message)
+            self._add(message)
+            events += [
+                MessageStart(loop_id=loop_id, message=message),
+                MessageEnd(loop_id=loop_id, message=message),
+            ]
+        self.pending.clear()
+        return events
+
+    def _settle_turn(
+        self, turn: _Turn, stop_reason: StopReason, error_message: str, call_text: str
+    ) -> list[AgentEvent | _AfterHook]:
+        loop_id = self.loop_id
+        events: list[AgentEvent | _AfterHook] = []
+        if turn.assistant is None:
+            if turn.partial is None:
+                turn.partial = PartialMessage()
+                events.append(MessageStart(loop_id=loop_id, message=turn.partial.message()))
+            message = self.context.stamp(turn.partial.interrupted(stop_reason, error_message))
+            self._add(message)
+            turn.assistant = message
+            events.append(MessageEnd(loop_id=loop_id, message=message))
+        elif stop_reason is StopReason.ABORTED:
+            old = turn.assistant
+            if old.stop_reason not in _FAILED_STOPS:
+                new = AssistantMessage(
+                    old.content,
+                    StopReason.ABORTED,
+                    model=old.model,
+                    provider=old.provider,
+                    usage=old.usage,
+                    timestamp=old.timestamp,
+                    error_message=error_message,
+                )
+                self._replace(old, new)
+                turn.assistant = new
+        for state in turn.calls:
+            if state.result is None:
+                state.result, state.is_error = ToolResult.text(call_text), True
+            if not state.ended:
+                if not state.started:
+                    events.append(
+                        ToolExecutionStart(
+                            loop_id=loop_id,
+                            tool_call_id=state.call.id,
+                            tool_name=state.call.name,
+                            args=state.call.arguments,
+                        )
+                    )
+                events.append(
+                    ToolExecutionEnd(
+                        loop_id=loop_id,
+                        tool_call_id=state.call.id,
+                        tool_name=state.call.name,
+                        result=state.result,
+                        is_error=state.is_error,
+                        child_loop_id=state.result.child_loop_id,
+                    )
+                )
+                state.started = state.ended = True
+            if state.after_hook_due:  # run after its end event, if the run goes on
+                state.after_hook_due = False
+                events.append(_AfterHook(state))
+        self.turn = turn  # _result_message records into the current turn
+        for state in turn.calls:
+            if not state.appended:
+                answer = self._result_message(state)
+                events += [
+                    MessageStart(loop_id=loop_id, message=answer),
+                    MessageEnd(loop_id=loop_id, message=answer),
+                ]
+        events += self._apply_pruns(turn)
+        self.turn = None
+        events.append(self._turn_end(turn))
+        return events
+
+    def _replace(self, old: Message, new: Message) -> None:
+        self.context.replace(old, new)
+        for position in range(len(self.new_messages) - 1, -1, -1):
+            if self.new_messages[position] is old:
+                self.new_messages[position] = new
+                break
+
+
+def copy_arguments(value: Any) -> Any:
+    """A deep copy of JSON-like arguments (much faster than copy.deepcopy)."""
+    if isinstance(value, dict):
+        return {key: copy_arguments(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [copy_arguments(item) for item in value]
+    return value

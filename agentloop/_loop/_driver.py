@@ -1,0 +1,359 @@
+"""The trio driver: carries the loop core's actions out with nurseries, scopes and channels.
+
+And the two low-level entry points, :func:`agent_loop` and
+:func:`agent_loop_continue`. Who calls whom::
+
+    agent_loop ─▶ TrioDriver.run ─▶ LoopCore.start / turns / finish   (generators)
+                        │                 │ yields an action
+                        │◀────────────────┘
+                        ├─ AgentEvent ─▶ the memory channel (waits for the consumer)
+                        ├─ CallHook   ─▶ the hook, plain or async
+                        ├─ AskModel   ─▶ provider.stream(request, on_delta)
+                        │                    on_delta ─▶ LoopCore.delta ─▶ the channel
+                        ├─ RunCalls   ─▶ a nursery: run_tool_call per call
+                        │                    ─▶ LoopCore.call_ended (driven in the call's task)
+                        └─ Compact    ─▶ compact(context, ...)
+
+The rules are the core's; this module decides nothing about the conversation.
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+import math
+import uuid
+from collections.abc import Sequence
+from typing import Any
+
+import trio
+
+from .._context import AgentContext, compact
+from .._events import AgentEvent, StreamDelta
+from .._tool import AgentTool, ToolCancelled, ToolContext, ToolError, ToolResult, ToolTimeout
+from .._types import AssistantMessage, Message, TextContent, ToolCall, UserMessage
+from .._util import HookFailure, describe_exception, raise_single, require_trio, single_leaf
+from ..providers._errors import ProviderError
+from ._config import AgentLoopConfig
+from ._core import (
+    CHECKPOINT,
+    AskModel,
+    CallHook,
+    CallState,
+    Compact,
+    LoopCore,
+    ModelFailed,
+    Phase,
+    RunCalls,
+    copy_arguments,
+    user_messages,
+)
+from ._registry import ToolEntry
+
+__all__ = ["TrioDriver", "agent_loop", "agent_loop_continue", "run_tool_call"]
+
+log = logging.getLogger("agentloop")
+
+
+async def run_tool_call(
+    tool: AgentTool,
+    call: ToolCall,
+    timeout: float | None,  # noqa: ASYNC109 - the call's own deadline, on its own scope
+    *,
+    loop_id: str | None = None,
+    on_update: Any = None,
+    on_progress: Any = None,
+) -> tuple[ToolResult, bool]:
+    """Run one tool call under trio: ``(result, is_error)``, never an ``Exception``.
+
+    The call runs in its own cancel scope whose deadline is ``timeout``; a
+    timeout becomes :class:`ToolTimeout`, the scope cancelled by the tool a
+    :class:`ToolCancelled`, a :class:`ToolError` its message, any other
+    ``Exception`` its type and message. ``BaseException``\\ s (``Cancelled`` from
+    outside, ``KeyboardInterrupt``, a hook's failure) propagate.
+    """
+    deadline = math.inf if timeout is None else trio.current_time() + timeout
+    scope = trio.CancelScope(deadline=deadline)
+    ctx = ToolContext(call.id, call.name, scope, on_update, on_progress, loop_id)
+    result: ToolResult | None = None
+    error: BaseException | None = None
+    try:
+        with scope:
+            result = await tool.execute(copy_arguments(call.arguments), ctx)
+    except* Exception as group:
+        error = single_leaf(group) or group
+    if scope.cancel_called and (scope.cancelled_caught or error is not None):
+        if timeout is not None and trio.current_time() >= deadline:
+            error = ToolTimeout(timeout)
+        elif scope.cancelled_caught:
+            error = ToolCancelled()
+    if error is None and not isinstance(result, ToolResult):
+        error = ToolError(
+            f"Tool {call.name!r} returned {type(result).__name__}, expected a ToolResult"
+        )
+    if error is None:
+        assert isinstance(result, ToolResult)
+        return result, False
+    if isinstance(error, ToolError):
+        failure = ToolResult(
+            (TextContent(str(error)),), details=error.details, child_loop_id=error.child_loop_id
+        )
+    else:
+        log.debug("tool %r raised", call.name, exc_info=error)
+        failure = ToolResult.text(describe_exception(error))
+    return failure, True
+
+
+class _Reporter:
+    """A running call's ``on_update`` and ``on_progress``: they go through the core."""
+
+    __slots__ = ("driver", "state")
+
+    def __init__(self, driver: TrioDriver, state: CallState) -> None:
+        self.driver = driver
+        self.state = state
+
+    async def update(self, partial: ToolResult) -> None:
+        if not isinstance(partial, ToolResult):
+            raise TypeError(f"on_update takes a ToolResult, got {type(partial).__name__}")
+        try:
+            await self.driver.drive(self.driver.core.update(self.state, partial))
+        except Exception as error:
+            # A hook's exception, wrapped to pass through the tool's code as itself.
+            raise HookFailure(error) from error
+
+    async def progress(self, text: str) -> None:
+        await self.driver.emit(self.driver.core.progress(self.state, text))
+
+
+class TrioDriver:
+    """Runs a :class:`~._core.LoopCore` under trio, sending its events to ``send_channel``.
+
+    Internal: use :func:`agent_loop` or :class:`~agentloop.Agent`.
+    """
+
+    __slots__ = ("_receiver_gone", "_send", "abort_scope", "core")
+
+    def __init__(
+        self,
+        context: AgentContext,
+        config: AgentLoopConfig,
+        send_channel: trio.MemorySendChannel[AgentEvent],
+        *,
+        loop_id: str | None = None,
+        parent_loop_id: str | None = None,
+        abort_scope: trio.CancelScope | None = None,
+    ) -> None:
+        self.core = LoopCore(
+            context,
+            config,
+            loop_id=loop_id or uuid.uuid4().hex,
+            parent_loop_id=parent_loop_id,
+            now=trio.current_time,
+        )
+        self.abort_scope = abort_scope if abort_scope is not None else trio.CancelScope()
+        self._send = send_channel
+        self._receiver_gone = False
+
+    @property
+    def ending(self) -> bool:
+        """Whether ``AgentEnd`` is being (or was) sent: the run is over but for after_loop."""
+        return self.core.ending
+
+    async def run(self, prompts: Sequence[UserMessage]) -> tuple[Message, ...]:
+        """Run to the end; the messages the run added. Raises what the run raised."""
+        core = self.core
+        try:
+            if not await self.drive(core.start(prompts)):
+                return ()
+            with self.abort_scope:
+                await self.drive(core.turns())
+            messages: tuple[Message, ...] = await self.drive(
+                core.finish(self.abort_scope.cancelled_caught)
+            )
+            return messages
+        except BaseException as error:
+            core.interrupted(isinstance(error, trio.Cancelled), describe_exception(error))
+            raise
+
+    async def drive(self, phase: Phase) -> Any:
+        """Carry out a phase's actions until it returns; return what it returns."""
+        outcome: Any = None
+        try:
+            while True:
+                action = phase.send(outcome)
+                if isinstance(action, AgentEvent):
+                    await self.emit(action)
+                    outcome = None
+                elif isinstance(action, CallHook):
+                    outcome = action.hook(*action.args)
+                    if inspect.isawaitable(outcome):
+                        outcome = await outcome
+                else:
+                    outcome = await self._perform(action)
+        except StopIteration as stop:
+            return stop.value
+
+    async def emit(self, event: AgentEvent) -> None:
+        """Send an event; wait while the consumer is behind. A closed receiver is ignored."""
+        if self._receiver_gone:
+            await trio.lowlevel.checkpoint()
+            return
+        try:
+            await self._send.send(event)
+        except trio.BrokenResourceError:
+            self._receiver_gone = True
+
+    async def _perform(self, action: object) -> Any:
+        if action is CHECKPOINT:
+            await trio.lowlevel.checkpoint()
+            return None
+        if isinstance(action, AskModel):
+            try:
+                return await self.core.config.provider.stream(action.request, self._on_delta)
+            except ProviderError as error:
+                return ModelFailed(str(error))
+        if isinstance(action, RunCalls):
+            calls = action.calls
+            if len(calls) == 1:
+                await self._call(*calls[0])
+            else:
+                async with trio.open_nursery() as nursery:
+                    for state, entry, timeout in calls:
+                        nursery.start_soon(self._call, state, entry, timeout)
+            return None
+        if isinstance(action, Compact):
+            core = self.core
+            return await compact(
+                core.context,
+                action.config,
+                provider=core.config.provider,
+                overhead=action.overhead,
+                measured=action.measured,
+            )
+        raise AssertionError(f"unknown action {action!r}")  # pragma: no cover
+
+    async def _on_delta(self, delta: StreamDelta) -> None:
+        await self.emit(self.core.delta(delta))
+
+    async def _call(
+        self,
+        state: CallState,
+        entry: ToolEntry,
+        timeout: float | None,  # noqa: ASYNC109 - passed to run_tool_call
+    ) -> None:
+        reporter = _Reporter(self, state)
+        result, is_error = await run_tool_call(
+            entry.tool,
+            state.call,
+            timeout,
+            loop_id=self.core.loop_id,
+            on_update=reporter.update,
+            on_progress=reporter.progress,
+        )
+        await self.drive(self.core.call_ended(state, result, is_error))
+
+
+async def _run(driver: TrioDriver, prompts: Sequence[UserMessage]) -> tuple[Message, ...]:
+    try:
+        return await driver.run(prompts)
+    except (BaseExceptionGroup, HookFailure) as error:
+        raise_single(error)
+
+
+async def agent_loop(
+    prompts: Sequence[UserMessage | str],
+    context: AgentContext,
+    config: AgentLoopConfig,
+    send_channel: trio.MemorySendChannel[AgentEvent],
+    *,
+    loop_id: str | None = None,
+    parent_loop_id: str | None = None,
+    abort_scope: trio.CancelScope | None = None,
+) -> tuple[Message, ...]:
+    """Run the loop on ``context`` with new ``prompts``; send every event to ``send_channel``.
+
+    The prompts and every message of the run are appended to
+    ``context.messages`` as they happen. ``send_channel`` is closed when the
+    function returns or raises. If the receiver is closed early, the run goes
+    on without sending.
+
+    Args:
+        prompts: The user messages that start the run (``str`` is accepted).
+        context: The conversation; its history is sent to the model.
+        config: The model, tools strategy, limits, queues and hooks.
+        send_channel: Where events go. Its buffer bounds how far the loop runs
+            ahead of the consumer.
+        loop_id: Names this run in its events (default: a random hex id).
+        parent_loop_id: The loop that started this one, for sub-agents.
+        abort_scope: Cancel it to abort the run softly: the loop stops at once,
+            gives every tool call a result, marks the turn ``ABORTED`` and still
+            sends ``AgentEnd``.
+
+    Returns:
+        The messages this run added to the history.
+
+    Raises:
+        ValueError: ``prompts`` is empty, two tools share a name, or a tool's
+            schema is invalid.
+        Exception: whatever a hook or the provider raised (other than a
+            :class:`~agentloop.providers.ProviderError`), as itself.
+        TrioRequiredError: called outside trio (under asyncio, say).
+
+    Cancellation: cancelling the caller's scope stops the run at once. The
+    history is still left whole (the turn is marked ``ABORTED``; every tool
+    call has a result), but no more events are sent.
+    """
+    with send_channel:  # closed synchronously: see Agent._drive
+        require_trio("agent_loop()")
+        messages = user_messages(prompts, "prompts")
+        if not messages:
+            raise ValueError("agent_loop needs at least one prompt")
+        driver = TrioDriver(
+            context,
+            config,
+            send_channel,
+            loop_id=loop_id,
+            parent_loop_id=parent_loop_id,
+            abort_scope=abort_scope,
+        )
+        return await _run(driver, messages)
+
+
+async def agent_loop_continue(
+    context: AgentContext,
+    config: AgentLoopConfig,
+    send_channel: trio.MemorySendChannel[AgentEvent],
+    *,
+    loop_id: str | None = None,
+    parent_loop_id: str | None = None,
+    abort_scope: trio.CancelScope | None = None,
+) -> tuple[Message, ...]:
+    """Run the loop on ``context`` as it is, without a new prompt.
+
+    For a history that ends with a user message or with tool results: the
+    model is asked to continue from there. Arguments, events, cancellation and
+    errors are as for :func:`agent_loop`.
+
+    Raises:
+        ValueError: the history is empty, or ends with an assistant message
+            (there is nothing for the model to answer).
+    """
+    with send_channel:
+        require_trio("agent_loop_continue()")
+        if not context.messages:
+            raise ValueError("agent_loop_continue needs a history; it is empty")
+        if isinstance(context.messages[-1], AssistantMessage):
+            raise ValueError(
+                "agent_loop_continue needs a history that ends with a user message or tool "
+                "results; it ends with an assistant message"
+            )
+        driver = TrioDriver(
+            context,
+            config,
+            send_channel,
+            loop_id=loop_id,
+            parent_loop_id=parent_loop_id,
+            abort_scope=abort_scope,
+        )
+        return await _run(driver, ())

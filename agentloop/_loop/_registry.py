@@ -1,0 +1,153 @@
+"""The tools of a run: their names, compiled schemas and traits; checking arguments."""
+
+from __future__ import annotations
+
+import functools
+import json
+import weakref
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import jsonschema
+import jsonschema.exceptions
+import jsonschema.validators
+
+from .._tool import AgentTool, InvalidArgs, tool_traits
+from .._types import ToolCall
+from ..providers._base import ToolDefinition
+
+__all__ = ["ToolEntry", "ToolRegistry", "check_arguments", "tool_traits"]
+
+_QUOTE_LIMIT = 2000
+
+
+class ToolEntry:
+    """One tool of a run: the tool, its compiled validator, its own timeout."""
+
+    __slots__ = ("timeout", "tool", "validator")
+
+    def __init__(self, tool: AgentTool, validator: Any, timeout: float | None) -> None:
+        self.tool = tool
+        self.validator = validator
+        self.timeout = timeout
+
+
+# Compiling a schema (check_schema above all) takes about a millisecond. Validators are
+# cached by the schema's canonical JSON, so fresh tool instances with the same schema
+# (a new Agent per request, say) reuse them; a weak per-tool entry skips even the dumps.
+_by_tool: weakref.WeakKeyDictionary[Any, tuple[Any, Any]] = weakref.WeakKeyDictionary()
+
+
+@functools.lru_cache(maxsize=1024)
+def _validator_for(schema_json: str) -> Any:
+    schema = json.loads(schema_json)
+    cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+    cls.check_schema(schema)
+    return cls(schema)
+
+
+def compile_schema(tool: AgentTool) -> Any:
+    """The validator of ``tool``'s arguments, compiled once (cached per tool and schema).
+
+    Raises:
+        TypeError: the schema is not a dict.
+        ValueError: the schema is not JSON, or not valid JSON Schema.
+    """
+    schema = tool.parameters_schema
+    try:
+        cached = _by_tool.get(tool)
+    except TypeError:  # not weak-referenceable
+        cached = None
+    if cached is not None and cached[0] is schema:
+        return cached[1]
+    if not isinstance(schema, Mapping):
+        raise TypeError(f"tool {tool.name!r}: parameters_schema must be a dict, got {schema!r}")
+    try:
+        schema_json = json.dumps(schema, sort_keys=True, allow_nan=False)
+    except (TypeError, ValueError) as error:
+        raise ValueError(f"tool {tool.name!r}: parameters_schema is not JSON: {error}") from error
+    try:
+        validator = _validator_for(schema_json)
+    except jsonschema.exceptions.SchemaError as error:
+        raise ValueError(
+            f"tool {tool.name!r} has an invalid parameters_schema: {error.message}"
+        ) from error
+    try:
+        _by_tool[tool] = (schema, validator)
+    except TypeError:
+        pass
+    return validator
+
+
+class ToolRegistry:
+    """The tools of one run, by name, with their schemas compiled once.
+
+    Raises:
+        ValueError: two tools share a name, a schema is not valid JSON Schema,
+            or a tool's ``timeout`` is not positive.
+        TypeError: an object is not a tool.
+    """
+
+    __slots__ = ("_entries", "definitions")
+
+    def __init__(self, tools: Iterable[AgentTool]) -> None:
+        self._entries: dict[str, ToolEntry] = {}
+        for tool in tools:
+            for attribute in ("name", "label", "description", "parameters_schema", "execute"):
+                if not hasattr(tool, attribute):
+                    raise TypeError(f"{tool!r} is not a tool: it has no {attribute!r}")
+            if tool.name in self._entries:
+                raise ValueError(f"two tools are named {tool.name!r}; tool names must be unique")
+            timeout = tool_traits(tool).timeout
+            if timeout is not None and (isinstance(timeout, bool) or not timeout > 0):
+                raise ValueError(
+                    f"tool {tool.name!r}: timeout must be > 0 or None, got {timeout!r}"
+                )
+            self._entries[tool.name] = ToolEntry(tool, compile_schema(tool), timeout)
+        self.definitions = tuple(
+            ToolDefinition(e.tool.name, e.tool.description, e.tool.parameters_schema)
+            for e in self._entries.values()
+        )
+
+    def get(self, name: str) -> ToolEntry | None:
+        return self._entries.get(name)
+
+
+def _quote(text: str) -> str:
+    if len(text) <= _QUOTE_LIMIT:
+        return text
+    return f"{text[:_QUOTE_LIMIT]}... ({len(text) - _QUOTE_LIMIT} more characters)"
+
+
+def _json_error(text: str) -> str:
+    try:
+        value = json.loads(text)
+    except ValueError as error:
+        return f"not valid JSON ({error})"
+    kind = {list: "an array", str: "a string", bool: "a boolean", type(None): "null"}.get(
+        type(value), "a number"
+    )
+    return f"not a JSON object (got {kind})"
+
+
+def check_arguments(call: ToolCall, validator: Any, *, cut_off: bool = False) -> InvalidArgs | None:
+    """The arguments' problems as one InvalidArgs, or None if they are valid.
+
+    ``cut_off``: the reply stopped at its max_tokens limit, so unusable arguments
+    were most likely cut short, and the model is told so.
+    """
+    if call.raw_arguments is not None and cut_off:
+        return InvalidArgs(
+            "the reply reached its max_tokens limit before this tool call's arguments were "
+            f"complete, so it was not run. Received: {_quote(call.raw_arguments)}"
+        )
+    if call.raw_arguments is not None:
+        return InvalidArgs(
+            f"the arguments are {_json_error(call.raw_arguments)}. "
+            f"Received: {_quote(call.raw_arguments)}"
+        )
+    errors = list(validator.iter_errors(call.arguments))
+    if not errors:
+        return None
+    errors.sort(key=lambda error: (tuple(str(part) for part in error.absolute_path), error.message))
+    return InvalidArgs("; ".join(f"{error.json_path}: {error.message}" for error in errors))

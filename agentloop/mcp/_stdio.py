@@ -11,8 +11,6 @@ from __future__ import annotations
 import collections
 import contextlib
 import logging
-import os
-import signal
 import subprocess
 from collections.abc import AsyncIterator
 
@@ -23,20 +21,19 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 from mcp.client.stdio import get_default_environment
 from mcp.shared.message import SessionMessage
 
+from .._process import REAP_BOUND, end_group, start
 from ._servers import StdioServer
 
-__all__ = ["StdioProcess", "stdio_transport"]
+__all__ = ["REAP_BOUND", "StdioProcess", "stdio_transport"]
 
 log = logging.getLogger("agentloop.mcp")
 
 EXIT_GRACE = 2.0  # seconds the server has to exit by itself once its stdin is closed
 TERM_GRACE = 2.0  # seconds between SIGTERM and SIGKILL to the group
-REAP_BOUND = 2.0  # seconds to wait for the kernel after SIGKILL
 STDOUT_AFTER_EXIT = 1.0  # seconds to read what a dead server left in the pipe
 MAX_LINE = 64 * 1024 * 1024  # a longer message is a broken server
 _STDERR_LINES = 20
 _STDERR_LINE_CHARS = 400
-_POLL = 0.01
 
 
 class StdioProcess:
@@ -67,57 +64,6 @@ class StdioProcess:
         return self.exit_note()
 
 
-def _group_alive(pgid: int) -> bool:
-    """Whether a process of group ``pgid`` still runs; zombies (waiting to be reaped) do not.
-
-    Zombies matter in containers whose init reaps late: ``killpg(pgid, 0)`` sees them.
-    """
-    try:
-        os.killpg(pgid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        pass  # a member we may not signal, or a zombie: look closer
-    try:
-        entries = os.listdir("/proc")
-    except OSError:  # no procfs (macOS): killpg is all we know
-        return True
-    return any(entry.isdigit() and _running_in_group(entry, pgid) for entry in entries)
-
-
-def _running_in_group(pid: str, pgid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as stat:
-            fields = stat.read().rpartition(b")")[2].split()
-    except OSError:  # it ended meanwhile
-        return False
-    # After the command name: state, ppid, pgrp, ...
-    return len(fields) > 2 and fields[2] == str(pgid).encode() and fields[0] not in (b"Z", b"X")
-
-
-def _signal_group(pgid: int, signum: int) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pgid, signum)
-
-
-async def _end_group(process: trio.Process) -> None:
-    """SIGTERM the process group, SIGKILL what is left after a grace period; reap the leader.
-
-    The group is signalled even when the leader has already exited: children
-    it started stay in its group, and would otherwise be orphaned.
-    """
-    pgid = process.pid  # the leader of a new session: its pid is the group's id
-    _signal_group(pgid, signal.SIGTERM)
-    with trio.move_on_after(TERM_GRACE) as grace:
-        while _group_alive(pgid):  # noqa: ASYNC110 (polling /proc: the OS sends no event)
-            await trio.sleep(_POLL)
-    if grace.cancelled_caught:
-        log.warning("MCP server process group %d ignored SIGTERM; killing it", pgid)
-        _signal_group(pgid, signal.SIGKILL)
-    with trio.move_on_after(REAP_BOUND):
-        await process.wait()  # reap the leader
-
-
 @contextlib.asynccontextmanager
 async def stdio_transport(
     server: StdioServer, info: StdioProcess
@@ -137,14 +83,13 @@ async def stdio_transport(
     Raises:
         OSError: the command cannot be started (not found, not executable).
     """
-    process = await trio.lowlevel.open_process(
+    process = await start(
         [server.command, *server.args],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         env={**get_default_environment(), **(server.env or {})},
         cwd=server.cwd,
-        start_new_session=True,
     )
     info.pid = process.pid
     assert process.stdin is not None
@@ -224,12 +169,10 @@ async def stdio_transport(
                     await stdin.aclose()
                 with trio.move_on_after(EXIT_GRACE):
                     await process.wait()
-                await _end_group(process)
+                await end_group(process, grace=TERM_GRACE, what=f"MCP server {info.name!r}")
                 if process.returncode is not None:
                     info.returncode = process.returncode
                     info.exited.set()
-                else:
-                    log.warning("MCP server process %d survived SIGKILL", process.pid)
                 await read_stream.aclose()
                 with trio.move_on_after(STDOUT_AFTER_EXIT):
                     await stdout_done.wait()

@@ -40,6 +40,7 @@ from typing import Any
 import attrs
 import trio
 
+from .._process import end_group, start
 from .._tool import InvalidArgs, ToolContext, ToolError, ToolResult, format_duration
 from ._environ import filter_environment
 from ._workspace import Workspace, as_workspace
@@ -234,14 +235,12 @@ class BashTool:
             if pattern.search(command):
                 raise ToolError(f"Command blocked by safety policy: {description}.")
         try:
-            process = await trio.lowlevel.open_process(
+            process = await start(
                 [self.shell, "-c", command],
                 cwd=self.workspace.root,
                 env=self._environment(),
-                stdin=subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
-                process_group=0,
             )
         except OSError as error:
             raise ToolError(f"Failed to run command: {error}") from error
@@ -324,34 +323,14 @@ class BashTool:
                     with trio.move_on_after(_PIPE_LINGER):
                         await pipes_closed.wait()
             finally:
-                await self._kill_group(process, pipes_closed)
+                await end_group(
+                    process, grace=self.grace, done=pipes_closed.wait, what="bash command"
+                )
             # After SIGKILL the pipes close at once, unless a process left the group.
             with trio.move_on_after(_PIPE_LINGER):
                 await pipes_closed.wait()
             nursery.cancel_scope.cancel()
         return timer.cancelled_caught
-
-    async def _kill_group(self, process: trio.Process, pipes_closed: trio.Event) -> None:
-        """SIGTERM the group, wait up to ``grace``, SIGKILL it; shielded and bounded."""
-        with trio.move_on_after(self.grace + 5, shield=True):
-            if not _signal_group(process.pid, signal.SIGTERM):
-                return  # the group is empty: the usual end of a command
-            with trio.move_on_after(self.grace):
-                await process.wait()
-                await pipes_closed.wait()
-            _signal_group(process.pid, signal.SIGKILL)
-            await process.wait()
-
-
-def _signal_group(pgid: int, signum: signal.Signals) -> bool:
-    """Send ``signum`` to the process group; False if it has no processes left."""
-    try:
-        os.killpg(pgid, signum)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # macOS, for a group of zombies: nothing left to kill
-        return False
-    return True
 
 
 def _exit_text(code: int) -> str:

@@ -6,7 +6,6 @@ import base64
 import json
 import os
 import re
-import signal
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -148,13 +147,6 @@ def _top_venvs(root: Path, start: str) -> list[str]:
     except OSError:
         pass
     return sorted(found)
-
-
-def _kill(process: trio.Process) -> None:
-    try:
-        os.killpg(process.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
 
 
 async def _drain(stream: trio.abc.ReceiveStream | None, into: bytearray) -> None:

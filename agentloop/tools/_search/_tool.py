@@ -42,6 +42,7 @@ from typing import Any
 import attrs
 import trio
 
+from ... import _process
 from ..._tool import InvalidArgs, ToolContext, ToolError, ToolResult, format_duration
 from .._ignore import Glob, IgnoreTree
 from .._listing import (
@@ -67,7 +68,6 @@ from ._python import (
 )
 from ._rg import (
     _drain,
-    _kill,
     _rg_argv,
     _rg_failure,
     _RgReader,
@@ -253,13 +253,8 @@ class SearchTool:
         reader = _RgReader(tree, start, collector)
         stderr = bytearray()
         try:
-            process = await trio.lowlevel.open_process(
-                argv,
-                cwd=str(tree.root),
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                start_new_session=True,
+            process = await _process.start(
+                argv, cwd=str(tree.root), stdout=subprocess.PIPE, stderr=subprocess.PIPE
             )
         except OSError as error:
             log.warning("search: cannot run %s, using the Python engine instead: %s", rg, error)
@@ -277,10 +272,12 @@ class SearchTool:
                     if not collector.full:
                         await process.wait()
                 if process.returncode is None:
-                    _kill(process)  # the cap or the time limit: rg's work is not wanted
+                    _process.kill_group(
+                        process
+                    )  # the cap or the time limit: rg's work is not wanted
         finally:
             if process.returncode is None:
-                _kill(process)
+                _process.kill_group(process)
             with trio.CancelScope(shield=True):
                 with trio.move_on_after(_REAP_SECONDS):
                     await process.wait()

@@ -10,6 +10,7 @@ from contextlib import AbstractAsyncContextManager, asynccontextmanager
 
 import trio
 
+from ._check import check_number
 from ._context import (
     AgentContext,
     CompactionConfig,
@@ -129,8 +130,7 @@ class Agent:
         event_buffer_size: int = 16,
         agent_id: str | None = None,
     ) -> None:
-        if event_buffer_size < 0:
-            raise ValueError(f"event_buffer_size must be >= 0, got {event_buffer_size}")
+        check_number(event_buffer_size, "event_buffer_size", at_least=0, integer=True)
         tools = tuple(tools)
         if prun:
             from .tools._prun import prun_tools

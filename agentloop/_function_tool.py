@@ -16,6 +16,7 @@ from typing import Any, Generic, ParamSpec, TypeVar, overload
 
 import attrs
 
+from ._check import check_number
 from ._json_schema import (
     NO_DEFAULT,
     Convert,
@@ -199,8 +200,7 @@ def tool(
             has no JSON Schema.
         ValueError: ``timeout`` is not > 0.
     '''
-    if timeout is not None and (isinstance(timeout, bool) or not timeout > 0):
-        raise ValueError(f"@tool: timeout must be > 0 or None, got {timeout!r}")
+    check_number(timeout, "@tool: timeout", above=0, optional=True)
 
     def decorate(fn: Callable[..., Any]) -> FunctionTool[Any, Any]:
         return _make_tool(fn, name=name, label=label, description=description, timeout=timeout)

@@ -38,7 +38,6 @@ decision). So ``bash(git *)`` does not allow ``git log && rm -rf build``.
 from __future__ import annotations
 
 import fnmatch
-import inspect
 import re
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any, Literal, TypeAlias
@@ -46,6 +45,7 @@ from typing import Any, Literal, TypeAlias
 import attrs
 
 from ._tool import tool_traits
+from ._util import call_hook
 
 __all__ = ["Approver", "PermissionRequest", "PermissionRule", "Permissions"]
 
@@ -276,9 +276,7 @@ class Permissions:
             subject=subject,
             rule=rule,
         )
-        answer = self.approver(request)
-        if inspect.isawaitable(answer):
-            answer = await answer
+        answer = await call_hook(self.approver, request)
         if answer is True:
             return None
         return f"{_describe(tool_name, subject)} was not approved"

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from typing import NoReturn
+import inspect
+from collections.abc import Callable, Iterator
+from typing import Any, NoReturn
 
 import sniffio
 import trio
@@ -12,6 +13,7 @@ from ._errors import AgentloopError
 
 __all__ = [
     "HookFailure",
+    "call_hook",
     "describe_exception",
     "TrioRequiredError",
     "leaves",
@@ -138,3 +140,16 @@ def describe_exception(error: BaseException) -> str:
             return describe_exception(leaf)
     message = str(error)
     return f"{type(error).__name__}: {message}" if message else type(error).__name__
+
+
+async def call_hook(hook: Callable[..., Any], *args: Any) -> Any:
+    """Call ``hook(*args)``, a plain or an async function, and return its result.
+
+    Every callback a user gives agentloop (hooks, queues, approvers,
+    summarizers, ``on_event``, ``on_tools_changed``) may be either; this is the
+    one place that tells them apart.
+    """
+    result = hook(*args)
+    if inspect.isawaitable(result):
+        result = await result
+    return result

@@ -113,9 +113,9 @@ def test_repr_hides_env_values() -> None:
 @pytest.mark.parametrize(
     ("options", "message"),
     [
-        ({"timeout": 0}, "BashTool timeout: must be a positive number, got 0"),
-        ({"max_output": 1}, "BashTool max_output: must be an integer >= 2, got 1"),
-        ({"grace": -1}, "BashTool grace: must be >= 0, got -1"),
+        ({"timeout": 0}, "BashTool timeout must be > 0, got 0"),
+        ({"max_output": 1}, "BashTool max_output must be an integer >= 2, got 1"),
+        ({"grace": -1}, "BashTool grace must be >= 0, got -1"),
     ],
 )
 def test_bad_options_are_refused(options: dict[str, Any], message: str) -> None:

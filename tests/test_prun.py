@@ -230,7 +230,7 @@ def test_prun_tools_on_two_queues_are_refused() -> None:
 
 def test_prun_requests_are_validated() -> None:
     """PrunRequest(tokens) needs a positive integer."""
-    with pytest.raises(ValueError, match=r"^tokens must be a positive integer, got 0$"):
+    with pytest.raises(ValueError, match=r"^tokens must be an integer >= 1, got 0$"):
         al.PrunRequest(0)
 
 

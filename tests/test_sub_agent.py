@@ -191,14 +191,14 @@ def test_child_tools_are_validated() -> None:
 @pytest.mark.parametrize(
     ("options", "message"),
     [
-        ({"max_turns": 0}, "SubAgentTool 'h': max_turns must be a positive integer, got 0"),
-        ({"max_turns": True}, "SubAgentTool 'h': max_turns must be a positive integer, got True"),
-        ({"max_turns": 2.0}, "SubAgentTool 'h': max_turns must be a positive integer, got 2.0"),
-        ({"timeout": 0}, "SubAgentTool 'h': timeout must be a positive number or None, got 0"),
-        ({"abort_grace": -1}, "SubAgentTool 'h': abort_grace must be a number >= 0, got -1"),
+        ({"max_turns": 0}, "SubAgentTool 'h': max_turns must be an integer >= 1, got 0"),
+        ({"max_turns": True}, "SubAgentTool 'h': max_turns must be an integer >= 1, got True"),
+        ({"max_turns": 2.0}, "SubAgentTool 'h': max_turns must be an integer >= 1, got 2.0"),
+        ({"timeout": 0}, "SubAgentTool 'h': timeout must be > 0 or None, got 0"),
+        ({"abort_grace": -1}, "SubAgentTool 'h': abort_grace must be >= 0, got -1"),
         (
             {"abort_grace": float("inf")},
-            "SubAgentTool 'h': abort_grace must be a number >= 0, got inf",
+            "SubAgentTool 'h': abort_grace must be >= 0, got inf",
         ),
     ],
 )

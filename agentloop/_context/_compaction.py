@@ -22,7 +22,6 @@ everything: the working context is rebuilt from the streams.
 
 from __future__ import annotations
 
-import inspect
 import json
 import re
 from collections import Counter
@@ -31,6 +30,7 @@ from typing import Any, TypeAlias
 
 import attrs
 
+from .._check import number_field
 from .._events import CompactionRecord, StreamDelta
 from .._text import scrub
 from .._types import (
@@ -40,6 +40,7 @@ from .._types import (
     ToolResultMessage,
     UserMessage,
 )
+from .._util import call_hook
 from ..providers import ModelRequest, Provider
 from ._streams import AgentContext, EntryState
 from ._truncate import truncate_result, truncate_text
@@ -67,14 +68,8 @@ def _share(instance: object, attribute: attrs.Attribute[Any], value: float) -> N
         )
 
 
-def _at_least(low: int) -> Callable[[object, attrs.Attribute[Any], int], None]:
-    def check(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
-        if isinstance(value, bool) or not isinstance(value, int) or value < low:
-            raise ValueError(
-                f"CompactionConfig {attribute.name} must be an integer >= {low}, got {value!r}"
-            )
-
-    return check
+def _at_least(low: int) -> Any:
+    return number_field(at_least=low, integer=True, owner="CompactionConfig")
 
 
 def _optional_window(instance: object, attribute: attrs.Attribute[Any], value: int | None) -> None:
@@ -318,9 +313,7 @@ async def _summarize(
     if config.summarizer is None:
         return summarize_exchanges(messages, max_chars=max_chars), None
     try:
-        summary: object = config.summarizer(messages, provider)
-        if inspect.isawaitable(summary):
-            summary = await summary
+        summary: object = await call_hook(config.summarizer, messages, provider)
         if not isinstance(summary, str) or not summary.strip():
             raise TypeError(f"the summarizer returned {summary!r}, not a text")
     except Exception as error:  # not Cancelled: that is a BaseException

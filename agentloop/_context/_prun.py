@@ -3,16 +3,15 @@
 from __future__ import annotations
 
 from collections import deque
-from typing import Any
 
 import attrs
+
+from .._check import number_field
 
 __all__ = ["PrunQueue", "PrunRequest"]
 
 
-def _positive_int(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"tokens must be a positive integer, got {value!r}")
+_positive_int = number_field(at_least=1, integer=True)
 
 
 @attrs.frozen

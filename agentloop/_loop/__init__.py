@@ -1,5 +1,6 @@
 """The agent loop: the sans-I/O core (the rules), the trio driver, configuration."""
 
+from .._util import call_hook as call_hook
 from ._config import AfterCompactionHook as AfterCompactionHook
 from ._config import AfterLoopHook as AfterLoopHook
 from ._config import AfterToolHook as AfterToolHook
@@ -14,7 +15,6 @@ from ._config import BeforeUpdateHook as BeforeUpdateHook
 from ._config import ExecutionLimits as ExecutionLimits
 from ._config import MessageSource as MessageSource
 from ._config import OnErrorHook as OnErrorHook
-from ._config import call_hook as call_hook
 from ._core import LoopCore as LoopCore
 from ._core import prun_queue_of as prun_queue_of
 from ._core import user_messages as user_messages

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, TypeAlias, TypeVar
 
 import attrs
 
+from .._check import number_field
 from .._context import CompactionConfig
 from .._permissions import Permissions
 from .._tool import ExecutionStrategy, Parallel
@@ -51,17 +51,7 @@ AfterCompactionHook: TypeAlias = Callable[[int, int], Awaitable[None] | None]
 MessageSource: TypeAlias = Callable[[], Sequence[UserMessage] | Awaitable[Sequence[UserMessage]]]
 
 
-async def call_hook(hook: Callable[..., Any], *args: Any) -> Any:
-    """Call a plain or async hook and return its result."""
-    result = hook(*args)
-    if inspect.isawaitable(result):
-        result = await result
-    return result
-
-
-def _optional_positive(instance: object, attribute: attrs.Attribute[Any], value: Any) -> None:
-    if value is not None and (isinstance(value, bool) or not value > 0):
-        raise ValueError(f"{attribute.name} must be > 0 or None, got {value!r}")
+_optional_positive = number_field(above=0, optional=True)
 
 
 @attrs.frozen(kw_only=True)

@@ -12,6 +12,7 @@ import jsonschema
 import jsonschema.exceptions
 import jsonschema.validators
 
+from .._check import check_number
 from .._tool import AgentTool, InvalidArgs, tool_traits
 from .._types import ToolCall
 from ..providers._base import ToolDefinition
@@ -99,10 +100,7 @@ class ToolRegistry:
             if tool.name in self._entries:
                 raise ValueError(f"two tools are named {tool.name!r}; tool names must be unique")
             timeout = tool_traits(tool).timeout
-            if timeout is not None and (isinstance(timeout, bool) or not timeout > 0):
-                raise ValueError(
-                    f"tool {tool.name!r}: timeout must be > 0 or None, got {timeout!r}"
-                )
+            check_number(timeout, f"tool {tool.name!r}: timeout", above=0, optional=True)
             self._entries[tool.name] = ToolEntry(tool, compile_schema(tool), timeout)
         self.definitions = tuple(
             ToolDefinition(e.tool.name, e.tool.description, e.tool.parameters_schema)

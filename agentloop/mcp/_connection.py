@@ -33,7 +33,7 @@ from .._errors import AgentloopError
 from .._names import model_tool_name, unique_name
 from .._secrets import Redactor, header_secrets, is_secret_name, is_secret_value
 from .._tool import ToolError, format_duration
-from .._util import leaves
+from .._util import call_hook, leaves
 from ._content import DEFAULT_MAX_RESULT_BYTES
 from ._servers import HttpServer, SseServer, StdioServer
 from ._stdio import StdioProcess, stdio_transport
@@ -353,9 +353,7 @@ class McpConnection:
         if self.on_tools_changed is None:
             return
         try:
-            outcome = self.on_tools_changed(self)
-            if isinstance(outcome, Awaitable):
-                await outcome
+            await call_hook(self.on_tools_changed, self)
         except Exception:
             log.exception("MCP server %r: on_tools_changed failed", self.name)
 

@@ -12,6 +12,7 @@ from urllib.parse import urlsplit
 import trio
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
+from .._check import check_number
 from .._util import raise_single, require_trio
 from ._adapter import McpToolAdapter
 from ._connection import McpConnection, McpConnectionError
@@ -38,18 +39,14 @@ def _check_options(
     protocol: str,
     max_result_bytes: int = DEFAULT_MAX_RESULT_BYTES,
 ) -> None:
-    size: object = max_result_bytes
-    if isinstance(size, bool) or not isinstance(size, int) or size < 1:
-        raise ValueError(f"max_result_bytes must be an integer >= 1, got {max_result_bytes!r}")
+    check_number(max_result_bytes, "max_result_bytes", at_least=1, integer=True)
     if protocol not in ("auto", "legacy") and protocol not in MODERN_PROTOCOL_VERSIONS:
         versions = ", ".join(repr(v) for v in MODERN_PROTOCOL_VERSIONS)
         raise ValueError(
             f"protocol must be 'auto', 'legacy' or one of {versions}, got {protocol!r}"
         )
-    if call_timeout is not None and not call_timeout > 0:
-        raise ValueError(f"call_timeout must be > 0 or None, got {call_timeout!r}")
-    if not connect_timeout > 0:
-        raise ValueError(f"connect_timeout must be > 0, got {connect_timeout!r}")
+    check_number(call_timeout, "call_timeout", above=0, optional=True)
+    check_number(connect_timeout, "connect_timeout", above=0)
 
 
 @asynccontextmanager

@@ -7,6 +7,7 @@ from typing import Any, TypeAlias
 
 import attrs
 
+from .._check import number_field
 from ..providers._model import Secret
 
 __all__ = ["Credential", "OpenApiConfig", "OperationFilter"]
@@ -41,9 +42,7 @@ def _headers(value: Mapping[str, str] | None) -> dict[str, str]:
     return {str(k): str(v) for k, v in (value or {}).items()}
 
 
-def _positive(instance: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
-    if value is not None and not value > 0:
-        raise ValueError(f"{attribute.name} must be > 0, got {value!r}")
+_positive = number_field(above=0, optional=True)
 
 
 @attrs.frozen

@@ -34,6 +34,7 @@ import attrs
 import httpx2
 import trio
 
+from .._check import check_number
 from .._events import StreamDelta, StreamRestart
 from .._tool import format_duration
 from .._types import AssistantMessage
@@ -184,15 +185,8 @@ class HTTPProvider:
         idle_timeout: float | None = DEFAULT_IDLE_TIMEOUT,
         request_timeout: float | None = DEFAULT_REQUEST_TIMEOUT,
     ) -> None:
-        limits: tuple[tuple[str, object], ...] = (
-            ("idle_timeout", idle_timeout),
-            ("request_timeout", request_timeout),
-        )
-        for name, value in limits:
-            if value is not None and (
-                isinstance(value, bool) or not isinstance(value, int | float) or not value > 0
-            ):
-                raise ValueError(f"{name} must be a number of seconds > 0 or None, got {value!r}")
+        check_number(idle_timeout, "idle_timeout", above=0, optional=True)
+        check_number(request_timeout, "request_timeout", above=0, optional=True)
         self.idle_timeout = idle_timeout
         self.request_timeout = request_timeout
         if model.requires_api_key and model.resolve_api_key() is None:

@@ -5,16 +5,12 @@ from __future__ import annotations
 import email.utils
 import random
 import time
-from typing import Any
 
 import attrs
 
+from .._check import number_field
+
 __all__ = ["RetryConfig", "parse_retry_after"]
-
-
-def _non_negative(instance: object, attribute: attrs.Attribute[Any], value: float) -> None:
-    if isinstance(value, bool) or value < 0:
-        raise ValueError(f"{attribute.name} must be >= 0, got {value!r}")
 
 
 @attrs.frozen(kw_only=True)
@@ -35,11 +31,11 @@ class RetryConfig:
     [1.0, 2.0, 4.0, 8.0, 16.0, 30.0]
     """
 
-    max_retries: int = attrs.field(default=3, validator=_non_negative)
-    initial_delay: float = attrs.field(default=1.0, validator=_non_negative)
-    multiplier: float = attrs.field(default=2.0, validator=_non_negative)
-    max_delay: float = attrs.field(default=30.0, validator=_non_negative)
-    jitter: float = attrs.field(default=0.2, validator=_non_negative)
+    max_retries: int = attrs.field(default=3, validator=number_field(at_least=0))
+    initial_delay: float = attrs.field(default=1.0, validator=number_field(at_least=0))
+    multiplier: float = attrs.field(default=2.0, validator=number_field(at_least=0))
+    max_delay: float = attrs.field(default=30.0, validator=number_field(at_least=0))
+    jitter: float = attrs.field(default=0.2, validator=number_field(at_least=0))
 
     @classmethod
     def none(cls) -> RetryConfig:

@@ -40,6 +40,7 @@ from typing import Any
 import attrs
 import trio
 
+from .._check import number_field
 from .._process import end_group, start
 from .._tool import InvalidArgs, ToolContext, ToolError, ToolResult, format_duration
 from ._environ import filter_environment
@@ -73,19 +74,9 @@ _UPDATE_BYTES = 8192  # ...unless this much is waiting
 _PIPE_LINGER = 0.5  # how long the pipes may stay open once the leader has exited
 
 
-def _positive(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value < math.inf:
-        raise ValueError(f"BashTool {attribute.alias}: must be a positive number, got {value!r}")
-
-
-def _non_negative(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value < math.inf:
-        raise ValueError(f"BashTool {attribute.alias}: must be >= 0, got {value!r}")
-
-
-def _at_least_two(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 2:
-        raise ValueError(f"BashTool {attribute.alias}: must be an integer >= 2, got {value!r}")
+_positive = number_field(above=0, owner="BashTool")
+_non_negative = number_field(at_least=0, owner="BashTool")
+_at_least_two = number_field(at_least=2, integer=True, owner="BashTool")
 
 
 def _env_dict(value: Mapping[str, str] | None) -> dict[str, str]:

@@ -41,7 +41,6 @@ gets a :class:`~agentloop.ToolError`.
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from contextvars import ContextVar
@@ -50,6 +49,7 @@ from typing import Any, TypeAlias
 import attrs
 import trio
 
+from .._check import check_number
 from .._context import AgentContext, CompactionConfig, context_window_of
 from .._events import (
     AgentEnd,
@@ -108,12 +108,6 @@ def _check_name(name: object) -> None:
             "SubAgentTool name must be 1-64 characters from a-z, A-Z, 0-9, '_' and '-', "
             f"got {name!r}"
         )
-
-
-def _is_number(value: object, minimum: float, *, integer: bool = False) -> bool:
-    """``value`` is a finite int (or float, unless ``integer``), not a bool, >= ``minimum``."""
-    kinds = int if integer else int | float
-    return not isinstance(value, bool) and isinstance(value, kinds) and minimum <= value < math.inf
 
 
 def _schema() -> dict[str, Any]:
@@ -251,18 +245,10 @@ class SubAgentTool:
         on_event: OnEvent | None = None,
     ) -> None:
         _check_name(name)
-        if not _is_number(max_turns, 1, integer=True):
-            raise ValueError(
-                f"SubAgentTool '{name}': max_turns must be a positive integer, got {max_turns!r}"
-            )
-        if timeout is not None and not (_is_number(timeout, 0) and timeout > 0):
-            raise ValueError(
-                f"SubAgentTool '{name}': timeout must be a positive number or None, got {timeout!r}"
-            )
-        if not _is_number(abort_grace, 0):
-            raise ValueError(
-                f"SubAgentTool '{name}': abort_grace must be a number >= 0, got {abort_grace!r}"
-            )
+        owner = f"SubAgentTool '{name}':"
+        check_number(max_turns, f"{owner} max_turns", at_least=1, integer=True)
+        check_number(timeout, f"{owner} timeout", above=0, optional=True)
+        check_number(abort_grace, f"{owner} abort_grace", at_least=0)
         child_tools = _tool_tuple(tools)
         for tool in child_tools:
             if isinstance(tool, SubAgentTool):

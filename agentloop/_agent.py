@@ -7,42 +7,31 @@ import uuid
 from collections import deque
 from collections.abc import AsyncIterator, Iterable, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from typing import Unpack
 
 import trio
 
 from ._check import check_number
 from ._context import (
     AgentContext,
-    CompactionConfig,
     TokenEstimator,
     context_window_of,
     estimate_tokens,
 )
 from ._events import AgentEnd, AgentEvent
 from ._loop import (
-    AfterCompactionHook,
-    AfterLoopHook,
-    AfterToolHook,
-    AfterTurnHook,
-    AfterUpdateHook,
     AgentLoopConfig,
-    BeforeCompactionHook,
-    BeforeLoopHook,
-    BeforeToolHook,
-    BeforeTurnHook,
-    BeforeUpdateHook,
-    ExecutionLimits,
-    OnErrorHook,
+    LoopSettings,
     ToolRegistry,
     TrioDriver,
+    configure,
     prun_queue_of,
     user_messages,
 )
-from ._permissions import Permissions
-from ._tool import AgentTool, ExecutionStrategy, Parallel
+from ._tool import AgentTool
 from ._types import Message, UserMessage
 from ._util import raise_single, require_trio
-from .providers import Provider, ThinkingLevel
+from .providers import Provider
 
 __all__ = ["Agent", "QueueMode"]
 
@@ -71,69 +60,59 @@ class Agent:
     while a run is going on. Use :meth:`steer` or :meth:`follow_up` to add
     input to it, :meth:`abort` to stop it.
 
+    The settings of a run (strategy, limits, hooks...) are those of
+    :class:`AgentLoopConfig`, given as keyword arguments, or as a whole: pass
+    an ``AgentLoopConfig`` instead of the provider, and share it between
+    agents and sub-agents (keyword arguments still override it)::
+
+        config = AgentLoopConfig(provider=model, limits=ExecutionLimits(max_turns=20))
+        agent = Agent(config, tools=[researcher], thinking_level=ThinkingLevel.LOW)
+        researcher = SubAgentTool("researcher", config, tools=[search])
+
     Args:
-        provider: The model.
+        provider: The model, or an :class:`AgentLoopConfig` (its queues are
+            replaced by the agent's own).
         system_prompt: Sent with every request.
         tools: The tools the model may call; names must be unique.
         messages: A history to start from.
-        strategy, tool_timeout, limits, max_tokens, temperature, thinking_level,
-        permissions, compaction: As in :class:`AgentLoopConfig`.
         prun: Add the ``prun`` and ``prun_with_memo`` tools (sharing one queue),
             so the model can trim its own recent context.
         token_estimator: How prun and compaction count tokens.
         steering_mode, follow_up_mode: How many queued messages each poll takes.
-        before_loop, after_loop, before_turn, after_turn, on_error,
-        before_tool_execution, after_tool_execution,
-        before_tool_execution_update, after_tool_execution_update,
-        before_compaction_start, after_compaction_end: Hooks, as in
-            :class:`AgentLoopConfig`.
         event_buffer_size: How many events may wait for the consumer before
             the loop waits for it.
         agent_id: Names the agent in loop ids (``"<agent_id>.<run number>"``).
+        settings: :class:`AgentLoopConfig` fields (``strategy``,
+            ``tool_timeout``, ``limits``, ``max_tokens``, ``temperature``,
+            ``thinking_level``, ``permissions``, ``compaction`` and the hooks);
+            ``strategy=None`` and ``limits=None`` mean the defaults.
 
     Raises:
         ValueError, TypeError: a tool is invalid or two tools share a name,
-            prun tools do not share one queue, or compaction is set and the
-            model's context window is unknown.
+            prun tools do not share one queue, a setting is unknown or
+            invalid, or compaction is set and the model's context window is
+            unknown.
     """
 
     def __init__(
         self,
-        provider: Provider,
+        provider: Provider | AgentLoopConfig,
         *,
         system_prompt: str = "",
         tools: Iterable[AgentTool] = (),
         messages: Iterable[Message] = (),
-        strategy: ExecutionStrategy | None = None,
-        tool_timeout: float | None = None,
-        limits: ExecutionLimits | None = None,
-        max_tokens: int | None = None,
-        temperature: float | None = None,
-        thinking_level: ThinkingLevel = ThinkingLevel.OFF,
-        permissions: Permissions | None = None,
         prun: bool = False,
-        compaction: CompactionConfig | None = None,
         token_estimator: TokenEstimator = estimate_tokens,
         steering_mode: QueueMode = QueueMode.ONE_AT_A_TIME,
         follow_up_mode: QueueMode = QueueMode.ONE_AT_A_TIME,
-        before_loop: BeforeLoopHook | None = None,
-        after_loop: AfterLoopHook | None = None,
-        before_turn: BeforeTurnHook | None = None,
-        after_turn: AfterTurnHook | None = None,
-        on_error: OnErrorHook | None = None,
-        before_tool_execution: BeforeToolHook | None = None,
-        after_tool_execution: AfterToolHook | None = None,
-        before_tool_execution_update: BeforeUpdateHook | None = None,
-        after_tool_execution_update: AfterUpdateHook | None = None,
-        before_compaction_start: BeforeCompactionHook | None = None,
-        after_compaction_end: AfterCompactionHook | None = None,
         event_buffer_size: int = 16,
         agent_id: str | None = None,
+        **settings: Unpack[LoopSettings],
     ) -> None:
         check_number(event_buffer_size, "event_buffer_size", at_least=0, integer=True)
         tools = tuple(tools)
         if prun:
-            from .tools._prun import prun_tools
+            from .tools import prun_tools
 
             tools += tuple(prun_tools())
         ToolRegistry(tools)  # fail now, not at the first prompt
@@ -141,32 +120,15 @@ class Agent:
         self._context = AgentContext(
             system_prompt, messages, tools, token_estimator=token_estimator
         )
-        self.config = AgentLoopConfig(
-            provider=provider,
-            strategy=Parallel() if strategy is None else strategy,
-            tool_timeout=tool_timeout,
-            limits=ExecutionLimits() if limits is None else limits,
-            max_tokens=max_tokens,
-            temperature=temperature,
-            thinking_level=thinking_level,
-            permissions=permissions,
+        self.config = configure(
+            "Agent()",
+            provider,
+            dict(settings),
             get_steering_messages=self._take_steering,
             get_follow_up_messages=self._take_follow_up,
-            before_loop=before_loop,
-            after_loop=after_loop,
-            before_turn=before_turn,
-            after_turn=after_turn,
-            on_error=on_error,
-            before_tool_execution=before_tool_execution,
-            after_tool_execution=after_tool_execution,
-            before_tool_execution_update=before_tool_execution_update,
-            after_tool_execution_update=after_tool_execution_update,
-            compaction=compaction,
-            before_compaction_start=before_compaction_start,
-            after_compaction_end=after_compaction_end,
         )
-        if compaction is not None:
-            context_window_of(compaction, provider)  # fail now, not at the first prompt
+        if self.config.compaction is not None:  # fail now, not at the first prompt
+            context_window_of(self.config.compaction, self.config.provider)
         self.steering_mode = steering_mode
         self.follow_up_mode = follow_up_mode
         self.agent_id = agent_id or uuid.uuid4().hex[:12]

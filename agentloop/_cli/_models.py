@@ -21,12 +21,12 @@ from ..providers import (
     OpenAIProvider,
     Provider,
     ProviderError,
+    ScriptedBlock,
     ScriptedProvider,
     ScriptedTurn,
     call,
     reply,
 )
-from ..providers._scripted import ScriptedBlock
 
 __all__ = [
     "DEMO_NOTE",

@@ -13,8 +13,10 @@ from ._config import BeforeToolHook as BeforeToolHook
 from ._config import BeforeTurnHook as BeforeTurnHook
 from ._config import BeforeUpdateHook as BeforeUpdateHook
 from ._config import ExecutionLimits as ExecutionLimits
+from ._config import LoopSettings as LoopSettings
 from ._config import MessageSource as MessageSource
 from ._config import OnErrorHook as OnErrorHook
+from ._config import configure as configure
 from ._core import LoopCore as LoopCore
 from ._core import prun_queue_of as prun_queue_of
 from ._core import user_messages as user_messages
@@ -38,6 +40,7 @@ __all__ = [
     "BeforeUpdateHook",
     "ExecutionLimits",
     "LoopCore",
+    "LoopSettings",
     "MessageSource",
     "OnErrorHook",
     "ToolRegistry",
@@ -45,6 +48,7 @@ __all__ = [
     "agent_loop",
     "agent_loop_continue",
     "call_hook",
+    "configure",
     "prun_queue_of",
     "run_tool_call",
     "user_messages",

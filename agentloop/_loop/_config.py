@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any, TypeAlias, TypeVar
+from typing import Any, TypeAlias, TypedDict, TypeVar
 
 import attrs
 
@@ -15,6 +15,8 @@ from .._types import Message, Usage, UserMessage
 from ..providers import Provider, ThinkingLevel
 
 __all__ = [
+    "LoopSettings",
+    "configure",
     "AfterCompactionHook",
     "AfterLoopHook",
     "AfterToolHook",
@@ -148,3 +150,55 @@ class AgentLoopConfig:
     compaction: CompactionConfig | None = None
     before_compaction_start: BeforeCompactionHook | None = None
     after_compaction_end: AfterCompactionHook | None = None
+
+
+class LoopSettings(TypedDict, total=False):
+    """The settings of a run, as keyword arguments: :class:`AgentLoopConfig`'s fields
+    but the provider and the queues. ``Agent`` and ``SubAgentTool`` take them."""
+
+    strategy: ExecutionStrategy | None
+    tool_timeout: float | None
+    limits: ExecutionLimits | None
+    max_tokens: int | None
+    temperature: float | None
+    thinking_level: ThinkingLevel
+    permissions: Permissions | None
+    compaction: CompactionConfig | None
+    before_loop: BeforeLoopHook | None
+    after_loop: AfterLoopHook | None
+    before_turn: BeforeTurnHook | None
+    after_turn: AfterTurnHook | None
+    on_error: OnErrorHook | None
+    before_tool_execution: BeforeToolHook | None
+    after_tool_execution: AfterToolHook | None
+    before_tool_execution_update: BeforeUpdateHook | None
+    after_tool_execution_update: AfterUpdateHook | None
+    before_compaction_start: BeforeCompactionHook | None
+    after_compaction_end: AfterCompactionHook | None
+
+
+_SETTINGS = frozenset(LoopSettings.__annotations__)
+_DEFAULTS: dict[str, Callable[[], Any]] = {"strategy": Parallel, "limits": ExecutionLimits}
+
+
+def configure(
+    what: str, base: Provider | AgentLoopConfig, settings: dict[str, Any], **fixed: Any
+) -> AgentLoopConfig:
+    """``base`` (a config, or a provider for a default one) with ``settings`` applied.
+
+    ``None`` for ``strategy`` or ``limits`` means their default. ``fixed`` are
+    set as given (the queues of an ``Agent``).
+
+    Raises:
+        TypeError: a setting ``what`` does not take (``"Agent()"`` names the caller).
+        ValueError, TypeError: a setting's value is invalid (as AgentLoopConfig says).
+    """
+    unknown = sorted(set(settings) - _SETTINGS)
+    if unknown:
+        raise TypeError(f"{what} got an unexpected keyword argument {unknown[0]!r}")
+    changes = {
+        name: _DEFAULTS[name]() if value is None and name in _DEFAULTS else value
+        for name, value in settings.items()
+    }
+    config = base if isinstance(base, AgentLoopConfig) else AgentLoopConfig(provider=base)
+    return attrs.evolve(config, **changes, **fixed)

@@ -78,7 +78,7 @@ from .._types import (
     Usage,
     UserMessage,
 )
-from ..providers._base import ModelRequest
+from ..providers import ModelRequest
 from ._config import AgentLoopConfig
 from ._registry import ToolEntry, ToolRegistry, check_arguments, tool_traits
 from ._stream import PartialMessage

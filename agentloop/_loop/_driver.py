@@ -33,7 +33,7 @@ from .._events import AgentEvent, StreamDelta
 from .._tool import AgentTool, ToolCancelled, ToolContext, ToolError, ToolResult, ToolTimeout
 from .._types import AssistantMessage, Message, TextContent, ToolCall, UserMessage
 from .._util import HookFailure, describe_exception, raise_single, require_trio, single_leaf
-from ..providers._errors import ProviderError
+from ..providers import ProviderError
 from ._config import AgentLoopConfig
 from ._core import (
     CHECKPOINT,

@@ -15,7 +15,7 @@ import jsonschema.validators
 from .._check import check_number
 from .._tool import AgentTool, InvalidArgs, tool_traits
 from .._types import ToolCall
-from ..providers._base import ToolDefinition
+from ..providers import ToolDefinition
 
 __all__ = ["ToolEntry", "ToolRegistry", "check_arguments", "tool_traits"]
 

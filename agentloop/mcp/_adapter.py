@@ -4,21 +4,38 @@ from __future__ import annotations
 
 import copy
 import math
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol
 
 import attrs
 import mcp.types as mcp_types
 import trio
 
+from .._names import model_tool_name, unique_name
+from .._secrets import Redactor
 from .._tool import ToolContext, ToolError, ToolResult
 from .._types import TextContent
 from .._util import raise_single
 from ._content import convert_result
 
-if TYPE_CHECKING:
-    from ._connection import McpConnection
+__all__ = ["McpToolAdapter", "ToolHost", "adapt_tools"]
 
-__all__ = ["McpToolAdapter"]
+
+class ToolHost(Protocol):
+    """What an adapter needs of its server's connection (an ``McpConnection``)."""
+
+    name: str
+    call_timeout: float | None
+    max_result_bytes: int
+
+    @property
+    def redactor(self) -> Redactor: ...
+
+    def offers(self, adapter: McpToolAdapter) -> bool: ...
+
+    async def call_tool(
+        self, tool: str, arguments: Mapping[str, Any], *, progress: Any = None
+    ) -> mcp_types.CallToolResult: ...
 
 
 def _schema(tool: mcp_types.Tool) -> dict[str, Any]:
@@ -69,7 +86,7 @@ class McpToolAdapter:
     details are ``{"progress", "total", "message"}``.
     """
 
-    connection: McpConnection = attrs.field(repr=False)
+    connection: ToolHost = attrs.field(repr=False)
     tool_name: str
     name: str
     label: str = attrs.field(repr=False)
@@ -79,9 +96,7 @@ class McpToolAdapter:
     output_schema: dict[str, Any] | None = attrs.field(default=None, repr=False)
 
     @classmethod
-    def from_tool(
-        cls, connection: McpConnection, tool: mcp_types.Tool, name: str
-    ) -> McpToolAdapter:
+    def from_tool(cls, connection: ToolHost, tool: mcp_types.Tool, name: str) -> McpToolAdapter:
         """The adapter for ``tool`` as the server listed it, named ``name``."""
         annotations = (
             {}
@@ -205,3 +220,23 @@ def _definition(adapter: McpToolAdapter) -> tuple[Any, ...]:
         adapter.annotations,
         adapter.output_schema,
     )
+
+
+def adapt_tools(
+    connection: ToolHost,
+    listed: Sequence[mcp_types.Tool],
+    prefix: str | None,
+    previous: Mapping[str, McpToolAdapter],
+) -> dict[str, McpToolAdapter]:
+    """Adapters for the tools a server listed, by model name; unchanged ones kept as they were.
+
+    Names are ``PREFIX__tool`` made valid for model APIs, made unique in order.
+    """
+    old = {adapter.tool_name: adapter for adapter in previous.values()}
+    tools: dict[str, McpToolAdapter] = {}
+    for tool in listed:
+        name = unique_name(model_tool_name(prefix, tool.name), tools)
+        adapter = McpToolAdapter.from_tool(connection, tool, name)
+        kept = old.get(tool.name)
+        tools[name] = kept if kept is not None and kept.same_definition(adapter) else adapter
+    return tools

@@ -16,7 +16,7 @@ import contextlib
 import logging
 import math
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
 import attrs
@@ -30,16 +30,13 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.exceptions import MCPError
 
 from .._errors import AgentloopError
-from .._names import model_tool_name, unique_name
 from .._secrets import Redactor, header_secrets, is_secret_name, is_secret_value
 from .._tool import ToolError, format_duration
 from .._util import call_hook, leaves
+from ._adapter import McpToolAdapter, adapt_tools
 from ._content import DEFAULT_MAX_RESULT_BYTES
 from ._servers import HttpServer, SseServer, StdioServer
 from ._stdio import StdioProcess, stdio_transport
-
-if TYPE_CHECKING:
-    from ._adapter import McpToolAdapter
 
 __all__ = ["McpConnection", "McpConnectionError", "ProgressSink", "server_secrets"]
 
@@ -392,16 +389,7 @@ class McpConnection:
         return self._set_tools(listed)
 
     def _set_tools(self, listed: Sequence[mcp_types.Tool]) -> bool:
-        from ._adapter import McpToolAdapter
-
-        old = {adapter.tool_name: adapter for adapter in self._tools.values()}
-        tools: dict[str, McpToolAdapter] = {}
-        for tool in listed:
-            name = unique_name(model_tool_name(self.prefix, tool.name), tools)
-            adapter = McpToolAdapter.from_tool(self, tool, name)
-            previous = old.get(tool.name)
-            keep = previous is not None and previous.same_definition(adapter)
-            tools[name] = previous if keep and previous is not None else adapter
+        tools = adapt_tools(self, listed, self.prefix, self._tools)
         changed = list(tools.values()) != list(self._tools.values())  # by identity (eq=False)
         self._tools = tools
         return changed

@@ -19,9 +19,10 @@ from .._secrets import Redactor, header_secrets
 from .._tool import ToolContext, ToolError, ToolResult, format_duration
 from .._types import ImageContent, TextContent, ToolResultContent
 from .._util import require_trio
+from ._build import Builder
 from ._config import OpenApiConfig, OperationFilter
 from ._params import cookie_pairs, encode, header_value, path_value, query_pairs, scalar
-from ._plan import Body, Param, Security
+from ._plan import Body, Operation, Param, Security
 from ._spec import OpenApiError, Resolver, check_version, parse_document, shown, url_base
 
 __all__ = ["OpenApiToolAdapter"]
@@ -99,9 +100,13 @@ class OpenApiToolAdapter:
         document = dict(spec)
         check_version(document, name)
         resolver = Resolver(document, base)
-        from ._build import Builder  # it makes adapters: imported here, not at the top
+        operations = Builder(document, resolver, config, filter or OperationFilter(), name).build()
+        return [cls.from_operation(operation, config) for operation in operations]
 
-        return Builder(document, resolver, config, filter or OperationFilter(), name).build()
+    @classmethod
+    def from_operation(cls, operation: Operation, config: OpenApiConfig) -> OpenApiToolAdapter:
+        """The tool for one operation the builder read."""
+        return cls(config=config, **attrs.asdict(operation, recurse=False))
 
     @classmethod
     def from_str(

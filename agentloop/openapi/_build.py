@@ -1,4 +1,4 @@
-"""Turning a document's operations into OpenApiToolAdapter objects."""
+"""Reading a document's operations: what each tool shows the model and how it is called."""
 
 from __future__ import annotations
 
@@ -7,9 +7,8 @@ from typing import Any
 from urllib.parse import urljoin, urlsplit
 
 from .._names import model_tool_name, unique_name
-from ._adapter import OpenApiToolAdapter
 from ._config import OpenApiConfig, OperationFilter
-from ._plan import Body, Param, Security
+from ._plan import Body, Operation, Param, Security
 from ._schema import SchemaConverter
 from ._spec import (
     OpenApiError,
@@ -29,7 +28,7 @@ _TEMPLATE = re.compile(r"\{([^{}]+)\}")
 
 
 class Builder:
-    """Turns a document's operations into adapters."""
+    """Reads a document's operations into :class:`~._plan.Operation` records."""
 
     def __init__(
         self,
@@ -52,7 +51,7 @@ class Builder:
             {} if schemes is None else expect_object(schemes, "/components/securitySchemes", source)
         )
 
-    def build(self) -> list[OpenApiToolAdapter]:
+    def build(self) -> list[Operation]:
         """The tools.
 
         Raises:
@@ -64,8 +63,8 @@ class Builder:
         except RecursionError:
             raise OpenApiError(f"{self.source}: the document nests too deeply") from None
 
-    def _build(self) -> list[OpenApiToolAdapter]:
-        tools: list[OpenApiToolAdapter] = []
+    def _build(self) -> list[Operation]:
+        tools: list[Operation] = []
         names: set[str] = set()
         source = self.source
         raw_paths = self.document.get("paths")
@@ -108,7 +107,7 @@ class Builder:
         item_at: str,
         operation: dict[str, Any],
         tags: list[str],
-    ) -> OpenApiToolAdapter:
+    ) -> Operation:
         where = f"{method.upper()} {path}"
         at = pointer(item_at, method)
         properties: dict[str, Any] = {}
@@ -150,7 +149,7 @@ class Builder:
             description = f"(deprecated) {description}"
         if len(description) > _MAX_DESCRIPTION:
             description = description[: _MAX_DESCRIPTION - 1] + "…"
-        return OpenApiToolAdapter(
+        return Operation(
             name=name,
             label=summary or str(operation.get("operationId") or where),
             description=description,
@@ -161,7 +160,6 @@ class Builder:
             tags=tuple(tags),
             deprecated=bool(operation.get("deprecated", False)),
             base_url=self._base_url(operation, item, item_at, at),
-            config=self.config,
             params=tuple(params),
             body=body,
             security=security,

@@ -8,7 +8,7 @@ from typing import Any, TypeAlias
 import attrs
 
 from .._check import number_field
-from ..providers._model import Secret
+from ..providers import Secret
 
 __all__ = ["Credential", "OpenApiConfig", "OperationFilter"]
 

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import attrs
 
-__all__ = ["Body", "Param", "Security"]
+__all__ = ["Body", "Operation", "Param", "Security"]
 
 
 @attrs.frozen
@@ -38,3 +40,22 @@ class Security:
     name: str
     kind: str  # bearer, basic, header, query, cookie, scheme
     param: str  # header / query / cookie name, or the HTTP auth scheme
+
+
+@attrs.frozen
+class Operation:
+    """One operation, ready to become a tool: what the model sees and how it is called."""
+
+    name: str
+    label: str
+    description: str
+    parameters_schema: dict[str, Any]
+    method: str
+    path: str
+    operation_id: str | None
+    tags: tuple[str, ...]
+    deprecated: bool
+    base_url: str
+    params: tuple[Param, ...]
+    body: Body | None
+    security: tuple[tuple[Security, ...], ...]

@@ -30,6 +30,7 @@ from ._model import ThinkingLevel as ThinkingLevel
 from ._openai import OpenAIProvider as OpenAIProvider
 from ._retry import RetryConfig as RetryConfig
 from ._retry import parse_retry_after as parse_retry_after
+from ._scripted import ScriptedBlock as ScriptedBlock
 from ._scripted import ScriptedCall as ScriptedCall
 from ._scripted import ScriptedProvider as ScriptedProvider
 from ._scripted import ScriptedTurn as ScriptedTurn
@@ -59,6 +60,7 @@ __all__ = [
     "RetryConfig",
     "ScriptExhausted",
     "ScriptStep",
+    "ScriptedBlock",
     "ScriptedCall",
     "ScriptedProvider",
     "ScriptedTurn",

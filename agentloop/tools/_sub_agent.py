@@ -44,13 +44,13 @@ from __future__ import annotations
 import re
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from contextvars import ContextVar
-from typing import Any, TypeAlias
+from typing import Any, TypeAlias, Unpack
 
 import attrs
 import trio
 
 from .._check import check_number
-from .._context import AgentContext, CompactionConfig, context_window_of
+from .._context import AgentContext, context_window_of
 from .._events import (
     AgentEnd,
     AgentEvent,
@@ -61,13 +61,18 @@ from .._events import (
     TextDelta,
     ToolExecutionStart,
 )
-from .._loop import AgentLoopConfig, ExecutionLimits, ToolRegistry, agent_loop, call_hook
-from .._permissions import Permissions
+from .._loop import (
+    AgentLoopConfig,
+    ExecutionLimits,
+    LoopSettings,
+    ToolRegistry,
+    agent_loop,
+    call_hook,
+    configure,
+)
 from .._tool import (
     AgentTool,
-    ExecutionStrategy,
     InvalidArgs,
-    Parallel,
     ToolContext,
     ToolError,
     ToolResult,
@@ -79,7 +84,7 @@ from .._types import (
     Usage,
 )
 from .._util import HookFailure, describe_exception, raise_single
-from ..providers import Provider, ThinkingLevel
+from ..providers import Provider
 from ..serialization import to_dict
 from ._prun import prun_tools
 
@@ -166,26 +171,27 @@ class SubAgentTool:
 
     Args:
         name: The tool name, 1-64 characters from ``a-z A-Z 0-9 _ -``.
-        provider: The child's model (it may be the parent's).
+        provider: The child's model (it may be the parent's), or an
+            :class:`~agentloop.AgentLoopConfig` (the parent's, say: its
+            queues are not the child's and are dropped).
         description: What the parent's model is told about the tool (default:
             ``"Delegate a task to the '<name>' sub-agent"``).
         system_prompt: The child's system prompt.
         tools: The child's tools; none by default.
-        thinking_level, strategy, max_tokens, temperature, tool_timeout,
-        permissions, compaction: The child's, as in
-            :class:`~agentloop.AgentLoopConfig` (``strategy`` defaults to
-            :class:`~agentloop.Parallel`).
         prun: Give each call's child its own ``prun`` and ``prun_with_memo``
             tools (prun tools in ``tools`` are refused: concurrent calls would
             share their queue).
-        max_turns: The child's turn limit, unless ``limits`` is given.
-        limits: The child's limits (default: ``max_turns``, 1,000,000 tokens
-            and 300 seconds).
+        max_turns: The child's turn limit, unless ``limits`` is given (or a
+            config is: its limits are the child's).
         label: The human-readable name (default: ``"Sub-agent <name>"``).
         timeout: Seconds a call may run (the loop enforces it), or ``None``.
         abort_grace: Seconds a cancelled call waits for the child to abort
             softly before cancelling it hard.
         on_event: A plain or async function given every event of the child.
+        settings: The child's settings, as :class:`~agentloop.AgentLoopConfig`
+            fields (``thinking_level``, ``strategy``, ``limits`` (default:
+            ``max_turns``, 1,000,000 tokens and 300 seconds), ``tool_timeout``,
+            ``permissions``, ``compaction``, the hooks...).
 
     Raises:
         ValueError: from the constructor: a bad name, ``max_turns``,
@@ -224,25 +230,18 @@ class SubAgentTool:
     def __init__(
         self,
         name: str,
-        provider: Provider,
+        provider: Provider | AgentLoopConfig,
         *,
         description: str | None = None,
         system_prompt: str = "",
         tools: Iterable[AgentTool] = (),
-        thinking_level: ThinkingLevel = ThinkingLevel.OFF,
         max_turns: int = 10,
-        strategy: ExecutionStrategy | None = None,
-        max_tokens: int | None = None,
-        temperature: float | None = None,
-        tool_timeout: float | None = None,
-        limits: ExecutionLimits | None = None,
-        permissions: Permissions | None = None,
-        compaction: CompactionConfig | None = None,
         prun: bool = False,
         label: str | None = None,
         timeout: float | None = None,
         abort_grace: float = 10.0,
         on_event: OnEvent | None = None,
+        **settings: Unpack[LoopSettings],
     ) -> None:
         _check_name(name)
         owner = f"SubAgentTool '{name}':"
@@ -262,26 +261,24 @@ class SubAgentTool:
                     "its own prun tools"
                 )
         ToolRegistry((*child_tools, *prun_tools()) if prun else child_tools)
-        if limits is None:
-            limits = ExecutionLimits(
+        given = dict(settings)
+        if given.get("limits") is None and not isinstance(provider, AgentLoopConfig):
+            given["limits"] = ExecutionLimits(
                 max_turns=max_turns, max_total_tokens=1_000_000, max_duration=300.0
             )
-        config = AgentLoopConfig(
-            provider=provider,
-            strategy=Parallel() if strategy is None else strategy,
-            tool_timeout=tool_timeout,
-            limits=limits,
-            max_tokens=max_tokens,
-            temperature=temperature,
-            thinking_level=thinking_level,
-            permissions=permissions,
-            compaction=compaction,
+        # The child has no queues: a config shared with an Agent brings that agent's.
+        config = configure(
+            f"SubAgentTool {name!r}",
+            provider,
+            given,
+            get_steering_messages=None,
+            get_follow_up_messages=None,
         )
-        if compaction is not None:
-            context_window_of(compaction, provider)  # fail now, not at the first call
+        if config.compaction is not None:  # fail now, not at the first call
+            context_window_of(config.compaction, config.provider)
         self.__attrs_init__(
             name=name,
-            provider=provider,
+            provider=config.provider,
             description=(
                 f"Delegate a task to the '{name}' sub-agent" if description is None else description
             ),

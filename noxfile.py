@@ -52,3 +52,5 @@ def bench(session: nox.Session) -> None:
     session.run("python", "benchmarks/search.py")
     session.run("python", "benchmarks/mcp_calls.py")
     session.run("python", "benchmarks/openapi_parse.py")
+    session.run("python", "benchmarks/many_agents.py")
+    session.run("python", "benchmarks/parallel_tools.py")

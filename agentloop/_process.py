@@ -36,7 +36,8 @@ log = logging.getLogger("agentloop")
 
 #: Seconds to wait for the kernel to reap the leader after SIGKILL.
 REAP_BOUND = 2.0
-_POLL = 0.005  # seconds between two looks at a group that outlives its leader
+_POLL = 0.005  # at most this many seconds between two looks at a group that outlives its leader
+_FIRST_POLL = 0.0002
 
 
 async def start(
@@ -121,7 +122,7 @@ async def end_group(
 
     ``done``, if given, is awaited too before the group counts as finished
     gracefully (a pipe reader's end, say). Shielded from cancellation and
-    bounded: at most ``grace + REAP_BOUND`` seconds, and more only if ``done``
+    bounded: at most ``grace + 2 * REAP_BOUND`` seconds, and more only if ``done``
     ignores cancellation. Safe to call when the process has already exited:
     its children still get the signals.
     """
@@ -132,12 +133,22 @@ async def end_group(
                 await process.wait()
                 if done is not None:
                     await done()
-                while group_alive(pgid):  # noqa: ASYNC110 - /proc gives no event
-                    await trio.sleep(_POLL)
+                await _group_gone(pgid)
             if patience.cancelled_caught:
                 log.debug("%s %d outlived SIGTERM by %ss; killing it", what, pgid, grace)
-            signal_group(pgid, signal.SIGKILL)  # whatever is left (nothing, usually)
+            if signal_group(pgid, signal.SIGKILL):  # whatever is left (nothing, usually)
+                with trio.move_on_after(REAP_BOUND):  # SIGKILL is delivered, not obeyed
+                    await process.wait()
+                    await _group_gone(pgid)
         with trio.move_on_after(REAP_BOUND):
             await process.wait()  # reap the leader
-        if process.returncode is None:
+        if process.returncode is None or group_alive(pgid):
             log.warning("%s %d survived SIGKILL", what, pgid)
+
+
+async def _group_gone(pgid: int) -> None:
+    """Return once no process of the group runs; look again from 0.2 ms to 5 ms apart."""
+    pause = _FIRST_POLL  # members die within a millisecond, usually
+    while group_alive(pgid):
+        await trio.sleep(pause)
+        pause = min(pause * 2, _POLL)

@@ -55,7 +55,9 @@ MEMORY_TARGET_KIB = 25.0
 
 
 def make_agent(turns: int, delay: float) -> al.Agent:
-    script = [reply(SENTENCE, call("echo", ARGUMENTS), usage=USAGE) for _ in range(turns - 1)]
+    # One scripted turn repeated, as the hand-written model's script repeats its strings.
+    step = reply(SENTENCE, call("echo", ARGUMENTS), usage=USAGE)
+    script = [step] * (turns - 1)
     script.append(reply(FINAL, usage=USAGE))
     return al.Agent(
         ScriptedProvider(script, chunk_size=CHUNK_SIZE, delay=delay),

@@ -41,6 +41,26 @@ def test_loop_overhead() -> None:
     assert agentloop_counts.removeprefix("agentloop ") == hand_counts
 
 
+def test_many_agents() -> None:
+    """Both sides run K agents to the end and the table has a row per K."""
+    lines = bench(
+        "many_agents.py", "--agents", "2,3", "--turns", "2", "--delay-ms", "1", "--repeat", "1"
+    )
+    rows = [line.split(" | ") for line in lines if line.lstrip().startswith(("2 |", "3 |"))]
+    assert [row[0].strip() for row in rows] == ["2", "3"]
+    assert lines[-2].startswith("K=2: throughput ")
+    assert lines[-1].startswith("K=3: throughput ")
+
+
+def test_parallel_tools() -> None:
+    """The wide turn answers every call; the abort answers every call and leaves no process."""
+    lines = bench("parallel_tools.py", "--calls", "5", "--sleep-ms", "1", "--repeat", "1")
+    assert any(line.startswith("5 calls x 1 ms, prompt to AgentEnd | ") for line in lines)
+    assert any(
+        line.startswith("abort(): 5 calls + bash with children, to AgentEnd | ") for line in lines
+    )
+
+
 def test_sse_decode() -> None:
     """The generated streams decode and parse back to what was built."""
     lines = bench("sse_decode.py", "--size", "0.05", "--answer-mb", "0.01", "--repeat", "1")

@@ -22,9 +22,9 @@ The core owns every rule: limits and when the run stops (and why), the
 exactly-one-result ledger (each tool call of a reply gets one result, however
 the run ends), steering and follow-up, the strategies' order and skip rules,
 the argument checks and the hooks' verdicts, when to prune and compact. A
-driver owns time, tasks and cancellation. Two drivers exist: trio (in
-process, :mod:`._driver`) and a workflow engine (each model request and tool
-call an activity).
+driver owns time, tasks and cancellation: the trio driver (:mod:`._driver`)
+runs a loop in process; a workflow engine's driver can run the same core with
+each model request and tool call an activity.
 
 A run is three phases, so a driver can make the middle one abortable::
 
@@ -59,6 +59,7 @@ from .._events import (
     PrunApplied,
     StopKind,
     StreamDelta,
+    TextDelta,
     ToolExecutionEnd,
     ToolExecutionStart,
     ToolExecutionUpdate,
@@ -559,7 +560,8 @@ class LoopCore:
         """The event for a piece the model streamed (during :class:`AskModel`)."""
         partial = self.turn.partial if self.turn is not None else None
         assert partial is not None, "delta() outside AskModel"
-        delta = scrub_delta(delta)
+        if type(delta) is not TextDelta or not delta.delta.isascii():  # ASCII is clean
+            delta = scrub_delta(delta)
         partial.apply(delta)
         return MessageUpdate(loop_id=self.loop_id, message=partial.snapshot(), delta=delta)
 

@@ -132,7 +132,7 @@ class TrioDriver:
     Internal: use :func:`agent_loop` or :class:`~agentloop.Agent`.
     """
 
-    __slots__ = ("_receiver_gone", "_send", "abort_scope", "core")
+    __slots__ = ("_nowait", "_receiver_gone", "_send", "abort_scope", "core")
 
     def __init__(
         self,
@@ -153,6 +153,8 @@ class TrioDriver:
         )
         self.abort_scope = abort_scope if abort_scope is not None else trio.CancelScope()
         self._send = send_channel
+        # A memory channel takes an event without a trip through the scheduler.
+        self._nowait = isinstance(send_channel, trio.MemorySendChannel)
         self._receiver_gone = False
 
     @property
@@ -204,6 +206,28 @@ class TrioDriver:
         except trio.BrokenResourceError:
             self._receiver_gone = True
 
+    async def _on_delta(self, delta: StreamDelta) -> None:
+        """Send the update for a streamed piece.
+
+        While a memory channel has room the update is queued without a trip
+        through the scheduler: the consumer gets the pieces at the provider's
+        next wait (a network read), or when the buffer is full. Every other
+        event goes through :meth:`emit`, so the consumer has seen all that came
+        before whenever the loop does something it can see (runs a tool, asks a
+        permission, calls a hook). An abort lands here as in ``send``.
+        """
+        event = self.core.delta(delta)
+        if self._nowait and not self._receiver_gone:
+            await trio.lowlevel.checkpoint_if_cancelled()
+            try:
+                self._send.send_nowait(event)
+                return
+            except trio.WouldBlock:
+                pass
+            except trio.BrokenResourceError:
+                self._receiver_gone = True
+        await self.emit(event)
+
     async def _perform(self, action: object) -> Any:
         if action is CHECKPOINT:
             await trio.lowlevel.checkpoint()
@@ -232,9 +256,6 @@ class TrioDriver:
                 measured=action.measured,
             )
         raise AssertionError(f"unknown action {action!r}")  # pragma: no cover
-
-    async def _on_delta(self, delta: StreamDelta) -> None:
-        await self.emit(self.core.delta(delta))
 
     async def _call(
         self,

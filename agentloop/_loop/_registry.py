@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 import json
 import weakref
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 import jsonschema
@@ -17,7 +17,7 @@ from .._tool import AgentTool, InvalidArgs, tool_traits
 from .._types import ToolCall
 from ..providers import ToolDefinition
 
-__all__ = ["ToolEntry", "ToolRegistry", "check_arguments", "tool_traits"]
+__all__ = ["Checker", "ToolEntry", "ToolRegistry", "check_arguments", "tool_traits"]
 
 _QUOTE_LIMIT = 2000
 
@@ -39,12 +39,105 @@ class ToolEntry:
 _by_tool: weakref.WeakKeyDictionary[Any, tuple[Any, Any]] = weakref.WeakKeyDictionary()
 
 
+def _is_integer(value: object) -> bool:
+    if isinstance(value, int):
+        return not isinstance(value, bool)
+    return isinstance(value, float) and value.is_integer()
+
+
+def _is_number(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+# JSON Schema's types as the draft validators check them.
+_TYPE_CHECKS: dict[str, Callable[[object], bool]] = {
+    "string": lambda value: isinstance(value, str),
+    "integer": _is_integer,
+    "number": _is_number,
+    "boolean": lambda value: isinstance(value, bool),
+    "null": lambda value: value is None,
+    "array": lambda value: isinstance(value, list),
+    "object": lambda value: isinstance(value, dict),
+}
+_NOTES = frozenset({"description", "title", "$schema", "$comment", "examples"})
+
+
+def _quick_check(schema: Mapping[str, Any]) -> Callable[[Any], bool] | None:
+    """A fast exact test for the common flat schema, or None where it does not apply.
+
+    The schema must be an object whose properties each have a plain ``type``
+    (annotations aside), with ``required`` and ``additionalProperties`` (a
+    bool). For such a schema the test accepts exactly what the validator
+    accepts; where it says no, the validator runs to say why.
+    """
+    if schema.get("type") != "object" or not set(schema) <= _NOTES | {
+        "type",
+        "properties",
+        "required",
+        "additionalProperties",
+    }:
+        return None
+    properties = schema.get("properties", {})
+    required = schema.get("required", [])
+    closed = schema.get("additionalProperties", True) is False
+    if not isinstance(properties, dict) or not isinstance(
+        schema.get("additionalProperties", True), bool
+    ):
+        return None
+    checks: dict[str, Callable[[object], bool]] = {}
+    for name, subschema in properties.items():
+        if not isinstance(subschema, dict) or not set(subschema) <= _NOTES | {"type"}:
+            return None
+        kind = subschema.get("type")
+        check = _TYPE_CHECKS.get(kind) if isinstance(kind, str) else None
+        if check is None:
+            return None
+        checks[name] = check
+    if not isinstance(required, list) or not all(isinstance(name, str) for name in required):
+        return None
+    needed = tuple(required)
+
+    def quick(instance: Any) -> bool:
+        if not isinstance(instance, dict):
+            return False
+        for name in needed:
+            if name not in instance:
+                return False
+        for name, value in instance.items():
+            check = checks.get(name)
+            if check is None:
+                if closed:
+                    return False
+            elif not check(value):
+                return False
+        return True
+
+    return quick
+
+
+class Checker:
+    """A tool's compiled schema: a quick exact test where one applies, and the validator."""
+
+    __slots__ = ("quick", "validator")
+
+    def __init__(self, validator: Any, quick: Callable[[Any], bool] | None) -> None:
+        self.validator = validator
+        self.quick = quick
+
+    def iter_errors(self, instance: Any) -> Iterator[Any]:
+        """The validator's errors for ``instance`` (none if it is valid)."""
+        if self.quick is not None and self.quick(instance):
+            return iter(())
+        errors: Iterator[Any] = self.validator.iter_errors(instance)
+        return errors
+
+
 @functools.lru_cache(maxsize=1024)
-def _validator_for(schema_json: str) -> Any:
+def _validator_for(schema_json: str) -> Checker:
     schema = json.loads(schema_json)
     cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
     cls.check_schema(schema)
-    return cls(schema)
+    return Checker(cls(schema), _quick_check(schema))
 
 
 def compile_schema(tool: AgentTool) -> Any:
@@ -128,7 +221,9 @@ def _json_error(text: str) -> str:
     return f"not a JSON object (got {kind})"
 
 
-def check_arguments(call: ToolCall, validator: Any, *, cut_off: bool = False) -> InvalidArgs | None:
+def check_arguments(
+    call: ToolCall, validator: Checker, *, cut_off: bool = False
+) -> InvalidArgs | None:
     """The arguments' problems as one InvalidArgs, or None if they are valid.
 
     ``cut_off``: the reply stopped at its max_tokens limit, so unusable arguments
@@ -144,7 +239,10 @@ def check_arguments(call: ToolCall, validator: Any, *, cut_off: bool = False) ->
             f"the arguments are {_json_error(call.raw_arguments)}. "
             f"Received: {_quote(call.raw_arguments)}"
         )
-    errors = list(validator.iter_errors(call.arguments))
+    quick = validator.quick
+    if quick is not None and quick(call.arguments):
+        return None
+    errors = list(validator.validator.iter_errors(call.arguments))
     if not errors:
         return None
     errors.sort(key=lambda error: (tuple(str(part) for part in error.absolute_path), error.message))

@@ -2,15 +2,13 @@
 
 The message streamed so far is what every ``MessageUpdate`` carries. Building
 it eagerly for each delta would copy all the text so far each time: quadratic
-in the length of the reply. Instead each update gets a *snapshot*: a function
-over the blocks' append-only lists of pieces and how many pieces each had then
-(O(number of blocks) to take). The message is built the first time someone
-reads ``MessageUpdate.message``, and kept.
+in the length of the reply. Instead the deltas go into an append-only log and
+each update gets a :class:`Snapshot`: the log and how long it was then (O(1) to
+take, one small object). The message is built from the log the first time
+someone reads ``MessageUpdate.message``, and kept.
 """
 
 from __future__ import annotations
-
-from collections.abc import Callable
 
 from .._events import StreamDelta, StreamRestart, TextDelta, ThinkingDelta, ToolCallDelta
 from .._types import (
@@ -24,33 +22,95 @@ from .._types import (
     now_ms,
 )
 
-__all__ = ["PartialMessage"]
+__all__ = ["PartialMessage", "Snapshot"]
+
+_Delta = TextDelta | ThinkingDelta | ToolCallDelta
+
+_KINDS: dict[type, type[AssistantContent]] = {
+    TextDelta: TextContent,
+    ThinkingDelta: ThinkingContent,
+    ToolCallDelta: ToolCall,
+}
+
+
+def _kind(delta: _Delta) -> type[AssistantContent]:
+    kind = _KINDS.get(type(delta))
+    if kind is not None:
+        return kind
+    if isinstance(delta, TextDelta):  # a subclass of a delta type
+        return TextContent
+    return ThinkingContent if isinstance(delta, ThinkingDelta) else ToolCall
 
 
 class _Block:
-    """One content block as it streams: text or thinking pieces, or a tool call."""
-
     __slots__ = ("call_id", "kind", "name", "pieces")
 
     def __init__(self, kind: type[AssistantContent]) -> None:
         self.kind = kind
-        self.pieces: list[str] = []  # only ever appended to: snapshots rely on it
+        self.pieces: list[str] = []
         self.call_id = ""
         self.name = ""
 
 
-_State = tuple[tuple[type[AssistantContent], list[str], int, str, str], ...]
+def _build(log: list[_Delta], count: int) -> tuple[AssistantContent, ...]:
+    """The content blocks of the first ``count`` deltas of ``log``.
 
-
-def _build(state: _State) -> tuple[AssistantContent, ...]:
+    Blocks appear in the order their first delta arrived; a delta of another
+    kind at a known index starts a new block in its place.
+    """
+    order: list[_Block] = []
+    at: dict[int, _Block] = {}
+    for position in range(count):
+        delta = log[position]
+        kind = _kind(delta)
+        block = at.get(delta.index)
+        if block is None or block.kind is not kind:
+            fresh = _Block(kind)
+            if block is None:
+                order.append(fresh)
+            else:
+                order[order.index(block)] = fresh
+            at[delta.index] = block = fresh
+        if isinstance(delta, ToolCallDelta):
+            block.call_id = delta.tool_call_id or block.call_id
+            block.name = delta.name or block.name
+        elif delta.delta:
+            block.pieces.append(delta.delta)
     content: list[AssistantContent] = []
-    for kind, pieces, count, call_id, name in state:
-        if kind is ToolCall:
-            content.append(ToolCall(call_id, name))  # {} until the message ends
+    for block in order:
+        if block.kind is ToolCall:
+            content.append(ToolCall(block.call_id, block.name))  # {} until the message ends
         else:
-            text = "".join(pieces if count == len(pieces) else pieces[:count])
-            content.append(TextContent(text) if kind is TextContent else ThinkingContent(text))
+            text = "".join(block.pieces)
+            content.append(
+                TextContent(text) if block.kind is TextContent else ThinkingContent(text)
+            )
     return tuple(content)
+
+
+class Snapshot:
+    """Builds the message as it was after the first ``count`` deltas of a log."""
+
+    __slots__ = ("count", "log", "model", "provider", "timestamp")
+
+    def __init__(
+        self, log: list[_Delta], count: int, model: str, provider: str, timestamp: int
+    ) -> None:
+        self.log = log
+        self.count = count
+        self.model = model
+        self.provider = provider
+        self.timestamp = timestamp
+
+    def __call__(self) -> AssistantMessage:
+        return AssistantMessage(
+            _build(self.log, self.count),
+            StopReason.STOP,
+            self.model,
+            self.provider,
+            ZERO_USAGE,
+            self.timestamp,
+        )
 
 
 class PartialMessage:
@@ -61,58 +121,27 @@ class PartialMessage:
     not complete until the message ends). A :class:`StreamRestart` empties it.
     """
 
-    __slots__ = ("_blocks", "_positions", "_timestamp", "model", "provider")
+    __slots__ = ("_timestamp", "log", "model", "provider")
 
     def __init__(self, model: str = "", provider: str = "") -> None:
-        self._blocks: list[_Block] = []
-        self._positions: dict[int, _Block] = {}
+        self.log: list[_Delta] = []  # only ever appended to: snapshots rely on it
         self._timestamp = now_ms()
         self.model = model
         self.provider = provider
 
     def apply(self, delta: StreamDelta) -> None:
-        """Add ``delta``."""
+        """Add ``delta``. Raises ``TypeError`` for anything that is not a delta."""
         if isinstance(delta, StreamRestart):  # a retry: what streamed so far is void
-            # New containers, never cleared in place: snapshots still refer to the old.
-            self._blocks = []
-            self._positions = {}
-            return
-        if isinstance(delta, TextDelta):
-            kind: type[AssistantContent] = TextContent
-        elif isinstance(delta, ThinkingDelta):
-            kind = ThinkingContent
-        elif isinstance(delta, ToolCallDelta):
-            kind = ToolCall
+            self.log = []  # a new list, never cleared in place: snapshots keep the old
+        elif type(delta) in _KINDS or isinstance(delta, TextDelta | ThinkingDelta | ToolCallDelta):
+            self.log.append(delta)
         else:
             raise TypeError(f"a provider emitted {delta!r}, which is not a StreamDelta")
-        block = self._positions.get(delta.index)
-        if block is None or block.kind is not kind:
-            block = _Block(kind)
-            if delta.index in self._positions:  # a new kind at a known index: replace it
-                self._blocks[self._blocks.index(self._positions[delta.index])] = block
-            else:
-                self._blocks.append(block)
-            self._positions[delta.index] = block
-        if kind is ToolCall:
-            assert isinstance(delta, ToolCallDelta)
-            block.call_id = delta.tool_call_id or block.call_id
-            block.name = delta.name or block.name
-        elif delta.delta:
-            block.pieces.append(delta.delta)
 
-    def snapshot(self) -> Callable[[], AssistantMessage]:
+    def snapshot(self) -> Snapshot:
         """A function that builds the message as it is now, whenever it is called."""
-        state: _State = tuple(
-            (b.kind, b.pieces, len(b.pieces), b.call_id, b.name) for b in self._blocks
-        )
-        model, provider, timestamp = self.model, self.provider, self._timestamp
-
-        def build() -> AssistantMessage:
-            return AssistantMessage(
-                _build(state), StopReason.STOP, model, provider, ZERO_USAGE, timestamp
-            )
-
-        return build
+        log = self.log
+        return Snapshot(log, len(log), self.model, self.provider, self._timestamp)
 
     def message(self) -> AssistantMessage:
         """The message so far (``stop_reason`` is meaningless until the end)."""

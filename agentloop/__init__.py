@@ -15,6 +15,7 @@ Names are imported from here; providers live in :mod:`agentloop.providers`.
 
 from ._agent import Agent as Agent
 from ._agent import QueueMode as QueueMode
+from ._channel import EventReceiver as EventReceiver
 from ._context import AgentContext as AgentContext
 from ._context import CompactionConfig as CompactionConfig
 from ._context import EntryState as EntryState
@@ -113,6 +114,7 @@ __all__ = [
     "CompactionStarted",
     "Content",
     "EntryState",
+    "EventReceiver",
     "ExecutionLimits",
     "ExecutionStrategy",
     "FunctionTool",

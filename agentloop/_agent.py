@@ -10,6 +10,7 @@ from typing import Unpack
 
 import trio
 
+from ._channel import EventReceiver
 from ._check import check_number
 from ._context import (
     AgentContext,
@@ -254,8 +255,12 @@ class Agent:
 
     def prompt(
         self, *messages: str | UserMessage
-    ) -> AbstractAsyncContextManager[trio.MemoryReceiveChannel[AgentEvent]]:
+    ) -> AbstractAsyncContextManager[EventReceiver[AgentEvent]]:
         """Start a run with ``messages``; yield the channel its events arrive on.
+
+        The channel is an :class:`~agentloop.EventReceiver`: a
+        ``trio.abc.ReceiveChannel`` that hands over queued events without a
+        scheduler pass per event.
 
         The run goes on in the background while the ``async with`` body reads
         events. The channel closes after ``AgentEnd``. Leaving the body before
@@ -277,7 +282,7 @@ class Agent:
     @asynccontextmanager
     async def _session(
         self, prompts: Sequence[UserMessage]
-    ) -> AsyncIterator[trio.MemoryReceiveChannel[AgentEvent]]:
+    ) -> AsyncIterator[EventReceiver[AgentEvent]]:
         require_trio("Agent.prompt()")
         if self._running:
             raise RuntimeError(
@@ -299,7 +304,7 @@ class Agent:
                 async with trio.open_nursery() as nursery:
                     nursery.start_soon(self._drive, run, prompts, send)
                     with receive:
-                        yield receive
+                        yield EventReceiver(receive)
                     if not run.ending:
                         nursery.cancel_scope.cancel(reason="the prompt() block was left early")
             except BaseExceptionGroup as group:

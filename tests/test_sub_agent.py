@@ -870,9 +870,10 @@ async def test_a_stalled_parent_consumer_does_not_hold_up_the_abort(autojump_clo
     ]
     end = events[-1]
     assert isinstance(end, al.AgentEnd)
-    # At the abort the forwarder held "two " for the parent, and the child had streamed
-    # "three " and was waiting for the forwarder: neither reached the parent.
-    assert texts(end.messages)[1:] == [("assistant:aborted", "one two three ")]
+    # At the abort the forwarder was still handing "one " to the parent (waiting for the
+    # parent's consumer to take it), and the child had streamed "two " and was waiting
+    # for the forwarder: "two " is in the child's history and never reached the parent.
+    assert texts(end.messages)[1:] == [("assistant:aborted", "one two ")]
     assert sleeper.started == []
 
 

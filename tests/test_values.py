@@ -31,6 +31,7 @@ EXPECTED_ALL = [
     "CompactionStarted",
     "Content",
     "EntryState",
+    "EventReceiver",
     "ExecutionLimits",
     "ExecutionStrategy",
     "FunctionTool",

@@ -27,6 +27,7 @@ import trio
 
 from .. import _events as ev
 from .._agent import Agent
+from .._channel import EventReceiver
 from .._demo import CountLines, ListDirectory
 from .._permissions import PermissionRequest, Permissions
 from .._tool import AgentTool
@@ -100,7 +101,7 @@ class App:
         self._routing = False  # the input router owns the input (during a run)
         self._approval: trio.MemorySendChannel[str | None] | None = None
         self._approval_lock = trio.Lock()
-        self._events: trio.MemoryReceiveChannel[ev.AgentEvent] | None = None
+        self._events: EventReceiver[ev.AgentEvent] | None = None
 
     @property
     def interactive(self) -> bool:

@@ -54,6 +54,9 @@ __all__ = ["TrioDriver", "agent_loop", "agent_loop_continue", "run_tool_call"]
 
 log = logging.getLogger("agentloop")
 
+#: Scheduler passes a flush waits at most for the consumer to catch up.
+_FLUSH_PASSES = 4
+
 
 async def run_tool_call(
     tool: AgentTool,
@@ -121,9 +124,11 @@ class _Reporter:
         except Exception as error:
             # A hook's exception, wrapped to pass through the tool's code as itself.
             raise HookFailure(error) from error
+        await self.driver.flush()  # the consumer sees the update before the tool goes on
 
     async def progress(self, text: str) -> None:
         await self.driver.emit(self.driver.core.progress(self.state, text))
+        await self.driver.flush()
 
 
 class TrioDriver:
@@ -132,7 +137,7 @@ class TrioDriver:
     Internal: use :func:`agent_loop` or :class:`~agentloop.Agent`.
     """
 
-    __slots__ = ("_nowait", "_receiver_gone", "_send", "abort_scope", "core")
+    __slots__ = ("_nowait", "_queued", "_receiver_gone", "_send", "abort_scope", "core")
 
     def __init__(
         self,
@@ -155,6 +160,7 @@ class TrioDriver:
         self._send = send_channel
         # A memory channel takes an event without a trip through the scheduler.
         self._nowait = isinstance(send_channel, trio.MemorySendChannel)
+        self._queued = False  # events queued since the consumer last had a chance to run
         self._receiver_gone = False
 
     @property
@@ -188,6 +194,7 @@ class TrioDriver:
                     await self.emit(action)
                     outcome = None
                 elif isinstance(action, CallHook):
+                    await self.flush()
                     outcome = action.hook(*action.args)
                     if inspect.isawaitable(outcome):
                         outcome = await outcome
@@ -197,41 +204,65 @@ class TrioDriver:
             return stop.value
 
     async def emit(self, event: AgentEvent) -> None:
-        """Send an event; wait while the consumer is behind. A closed receiver is ignored."""
+        """Queue an event; wait only while the consumer is behind. A closed receiver is ignored.
+
+        While the channel has room the event is queued without a trip through
+        trio's scheduler (a cancel point all the same, so an abort lands here as
+        in ``send``); :meth:`_flush` lets the consumer take what was queued
+        before the loop does anything the consumer could see happen.
+        """
         if self._receiver_gone:
             await trio.lowlevel.checkpoint()
             return
-        try:
-            await self._send.send(event)
-        except trio.BrokenResourceError:
-            self._receiver_gone = True
-
-    async def _on_delta(self, delta: StreamDelta) -> None:
-        """Send the update for a streamed piece.
-
-        While a memory channel has room the update is queued without a trip
-        through the scheduler: the consumer gets the pieces at the provider's
-        next wait (a network read), or when the buffer is full. Every other
-        event goes through :meth:`emit`, so the consumer has seen all that came
-        before whenever the loop does something it can see (runs a tool, asks a
-        permission, calls a hook). An abort lands here as in ``send``.
-        """
-        event = self.core.delta(delta)
-        if self._nowait and not self._receiver_gone:
+        send = self._send
+        if self._nowait:
             await trio.lowlevel.checkpoint_if_cancelled()
             try:
-                self._send.send_nowait(event)
+                send.send_nowait(event)
+                self._queued = True
                 return
             except trio.WouldBlock:
                 pass
             except trio.BrokenResourceError:
                 self._receiver_gone = True
-        await self.emit(event)
+                return
+        self._queued = False
+        try:
+            await send.send(event)
+        except trio.BrokenResourceError:
+            self._receiver_gone = True
+
+    async def flush(self) -> None:
+        """Let the consumer take the events queued so far.
+
+        Passes through the scheduler until the consumer has taken them all and
+        waits for more (trio runs the tasks of a pass in either order), at most
+        a few passes: a consumer busy elsewhere slows the loop only when the
+        buffer is full, as with ``send``.
+        """
+        if not self._queued:
+            return
+        self._queued = False
+        statistics = self._send.statistics
+        for _ in range(_FLUSH_PASSES):
+            await trio.lowlevel.checkpoint()
+            now = statistics()
+            if now.current_buffer_used == 0 and (
+                now.tasks_waiting_receive > 0 or now.open_receive_channels == 0
+            ):
+                return
+
+    async def _on_delta(self, delta: StreamDelta) -> None:
+        """Send the update for a streamed piece."""
+        await self.emit(self.core.delta(delta))
 
     async def _perform(self, action: object) -> Any:
         if action is CHECKPOINT:
+            self._queued = False
             await trio.lowlevel.checkpoint()
             return None
+        if not isinstance(action, RunCalls):  # a tool's first wait lets the consumer in
+            await self.flush()
         if isinstance(action, AskModel):
             try:
                 return await self.core.config.provider.stream(action.request, self._on_delta)

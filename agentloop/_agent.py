@@ -29,7 +29,7 @@ from ._loop import (
     user_messages,
 )
 from ._tool import AgentTool
-from ._types import Message, UserMessage
+from ._types import AssistantMessage, Message, UserMessage
 from ._util import raise_single, require_trio
 from .providers import Provider
 
@@ -279,11 +279,34 @@ class Agent:
             raise ValueError("prompt() needs at least one message")
         return self._session(prompts)
 
+    def resume(self) -> AbstractAsyncContextManager[EventReceiver[AgentEvent]]:
+        """Go on from the history without a new prompt; yield the channel of the run's events.
+
+        For a history that ends with a user message or with tool results (a
+        session recovered after a crash: see ``Session.recover``): the model
+        answers from there. Otherwise as :meth:`prompt`.
+
+        Raises:
+            ValueError: the history is empty or ends with an assistant message
+                (there is nothing for the model to answer).
+            RuntimeError: on entering, if a run is already going on.
+            TrioRequiredError: on entering, outside trio.
+        """
+        messages = self._context.messages
+        if not messages:
+            raise ValueError("resume() needs a history; it is empty")
+        if isinstance(messages[-1], AssistantMessage):
+            raise ValueError(
+                "resume() needs a history that ends with a user message or tool results; "
+                "it ends with an assistant message"
+            )
+        return self._session(())
+
     @asynccontextmanager
     async def _session(
         self, prompts: Sequence[UserMessage]
     ) -> AsyncIterator[EventReceiver[AgentEvent]]:
-        require_trio("Agent.prompt()")
+        require_trio("Agent.prompt()" if prompts else "Agent.resume()")
         if self._running:
             raise RuntimeError(
                 "the agent is already running; use steer() or follow_up() to add input"

@@ -28,6 +28,7 @@ class AgentloopError(Exception):
         ├── McpConnectionError        an MCP server cannot be reached (also a ConnectionError)
         ├── OpenApiError              an OpenAPI document cannot be used (also a ValueError)
         ├── DeserializationError      JSON is not the value asked for (also a ValueError)
+        ├── SessionLockedError        a session is open in another process (agentloop.session)
         └── TrioRequiredError         awaited outside trio (also a RuntimeError)
 
     Wrong arguments to a constructor or function (a negative timeout, a tool

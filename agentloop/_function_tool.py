@@ -55,8 +55,8 @@ class FunctionTool(Generic[P, R]):
 
     Attributes:
         fn: The decorated function.
-        name, label, description, parameters_schema, timeout: As in
-            :class:`~agentloop.AgentTool`.
+        name, label, description, parameters_schema, timeout, replay_safe: As
+            in :class:`~agentloop.AgentTool`.
     """
 
     fn: Callable[P, Coroutine[Any, Any, R]]
@@ -65,6 +65,7 @@ class FunctionTool(Generic[P, R]):
     description: str = attrs.field(repr=False)
     parameters_schema: dict[str, Any] = attrs.field(repr=False)
     timeout: float | None = None
+    replay_safe: bool = attrs.field(default=False, repr=False)
     _converters: Mapping[str, Convert] = attrs.field(factory=dict, repr=False)
     _context_parameter: str | None = attrs.field(default=None, repr=False)
 
@@ -144,6 +145,7 @@ def tool(
     label: str | None = None,
     description: str | None = None,
     timeout: float | None = None,
+    replay_safe: bool = False,
 ) -> Callable[[Callable[P, Coroutine[Any, Any, R]]], FunctionTool[P, R]]: ...
 
 
@@ -155,6 +157,7 @@ def tool(
     label: str | None = None,
     description: str | None = None,
     timeout: float | None = None,
+    replay_safe: bool = False,
 ) -> FunctionTool[Any, Any] | Callable[[Callable[..., Any]], FunctionTool[Any, Any]]:
     '''Make a tool from an async function; use as ``@tool`` or ``@tool(...)``.
 
@@ -193,6 +196,9 @@ def tool(
         label: The tool's label, instead of one made from its name.
         description: The tool's description, instead of the docstring's.
         timeout: Seconds a call may take, overriding the loop's ``tool_timeout``.
+        replay_safe: Running a call again has no effect beyond the first run
+            (read-only or idempotent): a session recovered after a crash may
+            run it again.
 
     Raises:
         TypeError: the function is not ``async def``; it has ``*args``,
@@ -203,7 +209,14 @@ def tool(
     check_number(timeout, "@tool: timeout", above=0, optional=True)
 
     def decorate(fn: Callable[..., Any]) -> FunctionTool[Any, Any]:
-        return _make_tool(fn, name=name, label=label, description=description, timeout=timeout)
+        return _make_tool(
+            fn,
+            name=name,
+            label=label,
+            description=description,
+            timeout=timeout,
+            replay_safe=replay_safe,
+        )
 
     if fn is None:
         return decorate
@@ -217,6 +230,7 @@ def _make_tool(
     label: str | None,
     description: str | None,
     timeout: float | None,
+    replay_safe: bool = False,
 ) -> FunctionTool[Any, Any]:
     if isinstance(fn, str):
         raise TypeError(
@@ -310,6 +324,7 @@ def _make_tool(
         description=summary if description is None else description,
         parameters_schema=parameters_schema,
         timeout=timeout,
+        replay_safe=replay_safe,
         converters=converters,
         context_parameter=context_parameter,
     )

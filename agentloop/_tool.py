@@ -121,7 +121,11 @@ class AgentTool(Protocol):
       ``tool_timeout`` for its calls;
     - ``permission_subject(params) -> (kind, subject)``: what a permission rule
       matches its calls against (see :class:`~agentloop.Permissions`);
-    - ``prun_queue``: the :class:`~agentloop.PrunQueue` a prun tool writes to.
+    - ``prun_queue``: the :class:`~agentloop.PrunQueue` a prun tool writes to;
+    - ``replay_safe``: ``True`` if running a call again has no effect beyond the
+      first run (read-only or idempotent); a session recovered after a crash
+      runs such a call again, and answers any other with an error. Default
+      ``False``.
 
     ``execute`` receives the arguments, already checked against
     ``parameters_schema``, and returns a :class:`ToolResult`. To fail, raise
@@ -168,6 +172,7 @@ class ToolTraits:
     timeout: float | None = None
     permission_subject: Callable[[Mapping[str, Any]], tuple[str, str]] | None = None
     prun_queue: Any = None
+    replay_safe: bool = False
 
 
 _NO_TRAITS = ToolTraits()
@@ -182,9 +187,10 @@ def tool_traits(tool: object) -> ToolTraits:
     timeout = getattr(tool, "timeout", None)
     subject = getattr(tool, "permission_subject", None)
     queue = getattr(tool, "prun_queue", None)
-    if timeout is None and subject is None and queue is None:
+    replay_safe = getattr(tool, "replay_safe", False) is True
+    if timeout is None and subject is None and queue is None and not replay_safe:
         return _NO_TRAITS
-    return ToolTraits(timeout, subject, queue)
+    return ToolTraits(timeout, subject, queue, replay_safe)
 
 
 # --------------------------------------------------------------------------- errors

@@ -18,13 +18,27 @@ Later, in another process::
 The file holds one JSON object per line: a ``session`` header, then events as
 :mod:`agentloop.serialization` writes them (``MessageEnd``, ``TurnEnd``, tool
 starts and ends, ``PrunApplied``, ``CompactionEnded``, ``AgentStart`` and
-``AgentEnd``; deltas and updates are left out). It is flushed to disk at every
-turn end, so a crash loses at most the turn in flight.
+``AgentEnd``; deltas and updates are left out). Each line reaches the operating
+system as it is written (a killed process loses nothing written); ``fsync``
+says when it is forced to the disk too.
+
+Give the recorder to the loop as its ``journal`` and the session survives a
+crash of the process: each tool call's intent is written before the tool
+starts and its result as soon as it ends, and :meth:`Session.recover` answers
+the calls a dead process left open (running again only what is safe to)::
+
+    recorder = SessionRecorder(path)
+    agent = Agent(provider, tools=tools, journal=recorder.record)
+    ...                                        # the process is killed
+    session = load_session(path)
+    await session.recover(agent)               # after a new SessionRecorder(path)
+    await agent.run_resumed()                  # the model goes on from there
 """
 
 from __future__ import annotations
 
 import datetime
+import fcntl
 import json
 import logging
 import os
@@ -32,20 +46,33 @@ import secrets
 from collections.abc import Mapping
 from pathlib import Path
 from types import TracebackType
-from typing import IO, Any
+from typing import IO, Any, Literal
 
 import attrs
 
 from . import _events as ev
-from ._types import AssistantMessage, Message, StopReason, TextContent, ToolResultMessage, Usage
+from ._errors import AgentloopError
+from ._tool import ToolResult, tool_traits
+from ._types import (
+    AssistantMessage,
+    Message,
+    StopReason,
+    TextContent,
+    ToolCall,
+    ToolResultMessage,
+    Usage,
+)
 from ._types import UserMessage as _UserMessage
 from .serialization import DeserializationError, from_dict, to_dict
 
 __all__ = [
     "INTERRUPTED",
+    "NOT_RUN_AGAIN",
     "SESSION_FORMAT",
+    "InterruptedCall",
     "Session",
     "SessionInfo",
+    "SessionLockedError",
     "SessionRecorder",
     "find_session",
     "list_sessions",
@@ -61,6 +88,19 @@ SESSION_FORMAT = 1
 
 INTERRUPTED = "The session ended before this tool call finished; it has no result."
 """The result given, on loading, to a tool call the recording has no result for."""
+
+NOT_RUN_AGAIN = (
+    "The process stopped while this tool call ran, so its result is unknown; it was not "
+    "run again because it may not be safe to repeat. Check its effects before retrying."
+)
+"""The result :meth:`Session.recover` gives a call that had started and is not safe to repeat."""
+
+Fsync = Literal["call", "turn", "never"]
+
+
+class SessionLockedError(AgentloopError):
+    """Another process has the session open (its recorder holds the session's lock)."""
+
 
 _KEPT = (
     ev.AgentStart,
@@ -107,27 +147,55 @@ def new_session_path(directory: str | os.PathLike[str] | None = None) -> Path:
 class SessionRecorder:
     """Writes the events of runs to a session file, one JSON object per line.
 
-    Give it every event (:meth:`record` keeps those that matter); it writes
-    the header first, and flushes to disk (``fsync``) at each ``TurnEnd`` and
-    ``AgentEnd``. An existing file is appended to (a resumed session goes on
-    in the same file). A sub-agent's events can be recorded too (pass
-    ``recorder.record`` as its ``on_event``): they carry their own ``loop_id``
-    and are linked by the parent's ``ToolExecutionEnd.child_loop_id``.
+    Give it every event (:meth:`record` keeps those that matter), or give
+    ``recorder.record`` to the loop as its ``journal`` (``Agent(...,
+    journal=recorder.record)``): the loop then hands it each event as it
+    happens, before the consumer sees it, so a tool call's intent is on file
+    before the tool starts and its result as soon as it ends. It writes the
+    header first. An existing file is appended to (a resumed session goes on
+    in the same file; a line torn by a crash is ended first). A sub-agent's
+    events can be recorded too (its own ``journal``, or ``on_event``): they
+    carry their own ``loop_id`` and are linked by the parent's
+    ``ToolExecutionEnd.child_loop_id``.
+
+    Every line is handed to the operating system as it is written, so a killed
+    process loses nothing written. ``fsync`` says when the file is also forced
+    to the disk (against a power cut): ``"turn"`` (default) at each ``TurnEnd``
+    and ``AgentEnd``, ``"call"`` also at each tool call's start and end and
+    each message, ``"never"``.
+
+    One process at a time: the recorder holds a lock on the session (an
+    ``flock`` on the file, released by the system when the process dies, so a
+    dead owner's lock is taken over at once) until :meth:`close`.
 
     Use it as a context manager, or call :meth:`close`.
 
     Raises:
+        SessionLockedError: another process has the session open.
         OSError: the file cannot be opened or written.
+        ValueError: ``fsync`` is not one of the three.
     """
 
     def __init__(
-        self, path: str | os.PathLike[str], *, meta: Mapping[str, Any] | None = None
+        self,
+        path: str | os.PathLike[str],
+        *,
+        meta: Mapping[str, Any] | None = None,
+        fsync: Fsync = "turn",
     ) -> None:
+        if fsync not in ("call", "turn", "never"):
+            raise ValueError(f"fsync must be 'call', 'turn' or 'never', got {fsync!r}")
         self.path = Path(path)
-        exists = self.path.exists() and self.path.stat().st_size > 0
+        self.fsync: Fsync = fsync
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        torn = exists and not _ends_with_newline(self.path)
         self._file: IO[str] | None = self.path.open("a", encoding="utf-8")
+        try:
+            _lock(self._file.fileno(), self.path)
+            exists = os.fstat(self._file.fileno()).st_size > 0
+            torn = exists and not _ends_with_newline(self.path)
+        except BaseException:
+            self._file.close()
+            raise
         if torn:  # the last run died mid-line: start on a line of our own
             self._file.write("\n")
         if exists:
@@ -149,25 +217,34 @@ class SessionRecorder:
         return f"<SessionRecorder {str(self.path)!r}>"
 
     def record(self, event: ev.AgentEvent) -> None:
-        """Write ``event`` if it is one a session keeps; flush at turn and run ends."""
+        """Write ``event`` if it is one a session keeps.
+
+        Raises:
+            ValueError: the recorder is closed.
+            OSError: the file cannot be written.
+        """
         if not isinstance(event, _KEPT):
             return
         self._write(to_dict(event))
-        if isinstance(event, ev.TurnEnd | ev.AgentEnd):
+        if self.fsync == "never":
+            return
+        if self.fsync == "call" or isinstance(event, ev.TurnEnd | ev.AgentEnd):
             self.flush()
 
     def flush(self) -> None:
-        """Push what was written to disk."""
+        """Force what was written to the disk (``fsync``)."""
         if self._file is not None:
             self._file.flush()
             os.fsync(self._file.fileno())
 
     def close(self) -> None:
-        """Flush and close the file; later events are not recorded."""
+        """Flush and close the file and release the session; later events are not recorded."""
         if self._file is not None:
-            self.flush()
-            self._file.close()
-            self._file = None
+            try:
+                self.flush()
+            finally:
+                self._file.close()  # releases the flock
+                self._file = None
 
     def __enter__(self) -> SessionRecorder:
         return self
@@ -184,6 +261,18 @@ class SessionRecorder:
         if self._file is None:
             raise ValueError(f"the session recorder for {self.path} is closed")
         self._file.write(json.dumps(data, ensure_ascii=False, separators=(",", ":")) + "\n")
+        self._file.flush()  # to the operating system: a killed process loses nothing
+
+
+def _lock(fd: int, path: Path) -> None:
+    """Take the session's lock (an ``flock`` on its file), or raise SessionLockedError."""
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        raise SessionLockedError(
+            f"session {path} is open in another process; close it there first, or wait "
+            "for that process to end"
+        ) from None
 
 
 # --------------------------------------------------------------------------- loading
@@ -210,6 +299,9 @@ class Session:
             ``AgentEnd.stop_reason``).
         finished: Whether the last top-level run reached its ``AgentEnd``
             (False: the process stopped while it ran).
+        interrupted: The tool calls of the last reply that have no recorded
+            result (each holds an ``INTERRUPTED`` placeholder in ``messages``),
+            with whether each had started: what :meth:`recover` answers.
     """
 
     session_id: str
@@ -222,6 +314,7 @@ class Session:
     warnings: tuple[str, ...]
     stops: tuple[ev.AgentStop, ...] = ()
     finished: bool = True
+    interrupted: tuple[InterruptedCall, ...] = ()
 
     def restore(self, agent: Any) -> None:
         """Put this session's history and context into ``agent`` (which must be idle).
@@ -237,6 +330,102 @@ class Session:
         agent.context.messages = list(self.messages)
         for record in self.records:
             agent.context.apply_record(record)
+
+    async def recover(self, agent: Any) -> tuple[ToolResultMessage, ...]:
+        """Restore into ``agent`` and answer the calls the stopped process left open.
+
+        For each call of :attr:`interrupted`, in order: one that had not
+        started, or whose tool is safe to run again (its ``replay_safe`` trait:
+        read-only or idempotent), runs now; one that had started and is not
+        safe gets the error result :data:`NOT_RUN_AGAIN`, so the model can
+        decide. Each call then has exactly one result. With the agent's
+        ``journal`` set (a new recorder on the same file), the intent and the
+        result of each are recorded as in a run, so a crash during the
+        recovery is recovered the same way. Afterwards, ``agent.resume()``
+        lets the model go on.
+
+        Returns the results, in order.
+
+        Raises:
+            RuntimeError: the agent is running.
+            Exception: what the journal raised.
+
+        Cancellation: a call being run is cancelled and keeps its
+        ``INTERRUPTED`` placeholder; the calls after it are left as they are.
+        """
+        from ._loop import run_tool_call
+
+        self.restore(agent)
+        journal = agent.config.journal
+        tools = {tool.name: tool for tool in agent.tools}
+        answered: list[ToolResultMessage] = []
+        for entry in self.interrupted:
+            call = entry.call
+            tool = tools.get(call.name)
+            traits = tool_traits(tool) if tool is not None else None
+            placeholder = next(
+                message
+                for message in reversed(agent.context.messages)
+                if isinstance(message, ToolResultMessage) and message.tool_call_id == call.id
+            )
+            loop_id = entry.loop_id
+            if journal is not None:
+                journal(
+                    ev.ToolExecutionStart(
+                        loop_id=loop_id,
+                        tool_call_id=call.id,
+                        tool_name=call.name,
+                        args=call.arguments,
+                    )
+                )
+            if tool is None or traits is None:
+                result, is_error = ToolResult.text(f"Tool not found: {call.name}"), True
+            elif entry.started and not traits.replay_safe:
+                result, is_error = ToolResult.text(NOT_RUN_AGAIN), True
+            else:
+                timeout = (
+                    traits.timeout if traits.timeout is not None else agent.config.tool_timeout
+                )
+                result, is_error = await run_tool_call(tool, call, timeout, loop_id=loop_id)
+            message = ToolResultMessage(
+                call.id,
+                call.name,
+                result.content,
+                is_error=is_error,
+                timestamp=agent.context.next_timestamp(),
+                child_loop_id=result.child_loop_id,
+            )
+            agent.context.replace(placeholder, message)
+            if journal is not None:
+                journal(
+                    ev.ToolExecutionEnd(
+                        loop_id=loop_id,
+                        tool_call_id=call.id,
+                        tool_name=call.name,
+                        result=result,
+                        is_error=is_error,
+                    )
+                )
+                journal(ev.MessageEnd(loop_id=loop_id, message=message))
+            answered.append(message)
+        return tuple(answered)
+
+
+@attrs.frozen
+class InterruptedCall:
+    """A tool call of a session's last reply that has no recorded result.
+
+    Attributes:
+        call: The call, as the model made it.
+        started: Whether its ``ToolExecutionStart`` was recorded: it may have
+            run, in part or whole (with a journal, the intent is recorded
+            before the tool starts).
+        loop_id: The loop of the run it belongs to.
+    """
+
+    call: ToolCall
+    started: bool
+    loop_id: str
 
 
 def load_session(path: str | os.PathLike[str]) -> Session:
@@ -295,10 +484,19 @@ def _assemble(
     usage = Usage()
     stops: list[ev.AgentStop] = []
     finished = True
+    started: set[str] = set()  # top-level call ids with a ToolExecutionStart
+    ended: dict[str, ev.ToolExecutionEnd] = {}  # ... and with a ToolExecutionEnd
+    last_loop = ""
     for event in events:
         top = event.loop_id not in children_of
         messages = by_loop.setdefault("" if top else event.loop_id, {})
+        if top:
+            last_loop = event.loop_id
         match event:
+            case ev.ToolExecutionStart(tool_call_id=call_id) if top:
+                started.add(call_id)
+            case ev.ToolExecutionEnd(tool_call_id=call_id) if top:
+                ended[call_id] = event
             case ev.MessageEnd(message=message):
                 messages[message.timestamp] = message
             case ev.TurnEnd(message=message, tool_results=results):
@@ -321,8 +519,9 @@ def _assemble(
                 records.append(record)
             case _:
                 pass
-    conversation = _answered(sorted(by_loop.pop("", {}).items()))
-    children = {loop: _answered(sorted(found.items())) for loop, found in by_loop.items()}
+    conversation, open_calls = _answered(sorted(by_loop.pop("", {}).items()), ended)
+    children = {loop: _answered(sorted(found.items()), {})[0] for loop, found in by_loop.items()}
+    interrupted = tuple(InterruptedCall(call, call.id in started, last_loop) for call in open_calls)
     return Session(
         session_id=str(header.get("id") or path.stem),
         path=path,
@@ -334,23 +533,49 @@ def _assemble(
         warnings=tuple(warnings),
         stops=tuple(stops),
         finished=finished,
+        interrupted=interrupted,
     )
 
 
-def _answered(ordered: list[tuple[int, Message]]) -> tuple[Message, ...]:
-    """The messages, with an error result for each tool call left without one."""
+def _answered(
+    ordered: list[tuple[int, Message]], ended: Mapping[str, ev.ToolExecutionEnd]
+) -> tuple[tuple[Message, ...], list[ToolCall]]:
+    """The messages, each tool call answered, and the calls of the last reply left open.
+
+    A call with no result message gets the result of its recorded
+    ``ToolExecutionEnd`` (the process stopped before the result was added), or
+    else an ``INTERRUPTED`` placeholder; the placeholders of the last reply are
+    the open calls returned.
+    """
     out: list[Message] = []
-    open_calls: dict[str, str] = {}
+    open_calls: dict[str, ToolCall] = {}
+    left_open: list[ToolCall] = []
 
     def close_open() -> None:
-        for call_id, name in open_calls.items():
+        left_open.clear()
+        for call_id, call in open_calls.items():
+            end = ended.get(call_id)
+            stamp = out[-1].timestamp + 1 if out else 0
+            if end is not None:
+                out.append(
+                    ToolResultMessage(
+                        call_id,
+                        call.name,
+                        end.result.content,
+                        is_error=end.is_error,
+                        timestamp=stamp,
+                        child_loop_id=end.result.child_loop_id,
+                    )
+                )
+                continue
+            left_open.append(call)
             out.append(
                 ToolResultMessage(
                     tool_call_id=call_id,
-                    tool_name=name,
+                    tool_name=call.name,
                     content=(TextContent(INTERRUPTED),),
                     is_error=True,
-                    timestamp=out[-1].timestamp + 1 if out else 0,
+                    timestamp=stamp,
                 )
             )
         open_calls.clear()
@@ -362,11 +587,12 @@ def _answered(ordered: list[tuple[int, Message]]) -> tuple[Message, ...]:
             continue  # a result with no call before it cannot be sent
         if open_calls:  # a user or assistant message: the calls before it got no result
             close_open()
+        left_open.clear()
         out.append(message)
         if isinstance(message, AssistantMessage) and message.stop_reason != StopReason.ERROR:
-            open_calls.update({call.id: call.name for call in message.tool_calls})
+            open_calls.update({call.id: call for call in message.tool_calls})
     close_open()
-    return tuple(out)
+    return tuple(out), left_open
 
 
 # --------------------------------------------------------------------------- listing

@@ -33,6 +33,7 @@ from .._permissions import PermissionRequest, Permissions
 from .._tool import AgentTool
 from .._types import AssistantMessage, StopReason, UserMessage
 from ..session import (
+    SessionLockedError,
     SessionRecorder,
     find_session,
     list_sessions,
@@ -200,6 +201,7 @@ class App:
                 system_prompt=system_prompt(root),
                 tools=tools,
                 permissions=self.permissions,
+                journal=self._record,  # each event as it happens: a crash loses nothing
             )
         except (TypeError, ValueError) as error:
             raise SetupError(f"cannot use these tools together: {error}") from error
@@ -250,7 +252,7 @@ class App:
             self._recorder = SessionRecorder(
                 path, meta={"cwd": str(self.options.directory), "model": self.choice.label}
             )
-        except OSError as error:
+        except (OSError, SessionLockedError) as error:
             self._recording_failed = True
             self.screen.error(f"agentloop: this session is not recorded: {error}")
             return
@@ -326,7 +328,6 @@ class App:
                     async with self.agent.prompt(*messages) as events:
                         self._events = events
                         async for event in events:
-                            self._record(event)
                             self.renderer.show(event)
                             if isinstance(event, ev.MessageEnd) and isinstance(
                                 event.message, AssistantMessage

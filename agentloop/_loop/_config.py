@@ -9,6 +9,7 @@ import attrs
 
 from .._check import number_field
 from .._context import CompactionConfig
+from .._events import AgentEvent
 from .._permissions import Permissions
 from .._tool import ExecutionStrategy, Parallel
 from .._types import Message, Usage, UserMessage
@@ -51,6 +52,8 @@ BeforeCompactionHook: TypeAlias = Callable[[int, int], Awaitable[bool | None] | 
 AfterCompactionHook: TypeAlias = Callable[[int, int], Awaitable[None] | None]
 #: Steering and follow-up sources: called when the loop polls; return the messages to inject.
 MessageSource: TypeAlias = Callable[[], Sequence[UserMessage] | Awaitable[Sequence[UserMessage]]]
+#: Given every event of the run as it happens, before the consumer sees it.
+Journal: TypeAlias = Callable[[AgentEvent], None]
 
 
 _optional_positive = number_field(above=0, optional=True)
@@ -126,6 +129,12 @@ class AgentLoopConfig:
             compaction; ``False`` skips it (this turn).
         after_compaction_end(tokens_before, tokens_after): After
             ``CompactionEnded``.
+        journal(event): A plain function given every event of the run
+            synchronously, as the loop sends it (before the consumer may take
+            it): a tool's ``ToolExecutionStart`` before the tool runs, its
+            ``ToolExecutionEnd`` as soon as it ends. ``SessionRecorder.record``
+            is one: the session file then survives a crash of the process.
+            An exception it raises ends the run.
     """
 
     provider: Provider
@@ -150,6 +159,7 @@ class AgentLoopConfig:
     compaction: CompactionConfig | None = None
     before_compaction_start: BeforeCompactionHook | None = None
     after_compaction_end: AfterCompactionHook | None = None
+    journal: Journal | None = None
 
 
 class LoopSettings(TypedDict, total=False):
@@ -175,6 +185,7 @@ class LoopSettings(TypedDict, total=False):
     after_tool_execution_update: AfterUpdateHook | None
     before_compaction_start: BeforeCompactionHook | None
     after_compaction_end: AfterCompactionHook | None
+    journal: Journal | None
 
 
 _SETTINGS = frozenset(LoopSettings.__annotations__)

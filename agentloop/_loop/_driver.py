@@ -137,7 +137,15 @@ class TrioDriver:
     Internal: use :func:`agent_loop` or :class:`~agentloop.Agent`.
     """
 
-    __slots__ = ("_nowait", "_queued", "_receiver_gone", "_send", "abort_scope", "core")
+    __slots__ = (
+        "_journal",
+        "_nowait",
+        "_queued",
+        "_receiver_gone",
+        "_send",
+        "abort_scope",
+        "core",
+    )
 
     def __init__(
         self,
@@ -161,6 +169,7 @@ class TrioDriver:
         # A memory channel takes an event without a trip through the scheduler.
         self._nowait = isinstance(send_channel, trio.MemorySendChannel)
         self._queued = False  # events queued since the consumer last had a chance to run
+        self._journal = config.journal
         self._receiver_gone = False
 
     @property
@@ -211,6 +220,8 @@ class TrioDriver:
         in ``send``); :meth:`_flush` lets the consumer take what was queued
         before the loop does anything the consumer could see happen.
         """
+        if self._journal is not None:
+            self._journal(event)  # before anything else happens: a crash keeps it
         if self._receiver_gone:
             await trio.lowlevel.checkpoint()
             return

@@ -76,6 +76,9 @@ class McpToolAdapter:
         output_schema: The schema of its structured content, or None.
         timeout: Seconds a call may take (the connection's ``call_timeout``);
             the loop enforces it, and cancelling the call tells the server.
+        replay_safe: Whether a call may run again after a crash (see
+            :class:`~agentloop.AgentTool`): ``replay`` if set, else whether
+            the server hints the tool is read-only or idempotent.
 
     A call's result maps the server's content (see
     :func:`~agentloop.mcp.open_mcp`); ``details`` has ``structured`` (the
@@ -94,6 +97,8 @@ class McpToolAdapter:
     parameters_schema: dict[str, Any] = attrs.field(repr=False)
     annotations: dict[str, Any] = attrs.field(factory=dict, repr=False)
     output_schema: dict[str, Any] | None = attrs.field(default=None, repr=False)
+    #: Overrides the server's hints for ``replay_safe`` (``attrs.evolve(tool, replay=True)``).
+    replay: bool | None = attrs.field(default=None, kw_only=True, repr=False)
 
     @classmethod
     def from_tool(cls, connection: ToolHost, tool: mcp_types.Tool, name: str) -> McpToolAdapter:
@@ -124,6 +129,14 @@ class McpToolAdapter:
         """Seconds a call may take; None for no limit."""
         timeout = self.connection.call_timeout
         return None if timeout is None or math.isinf(timeout) else timeout
+
+    @property
+    def replay_safe(self) -> bool:
+        """Whether a call may run again after a crash: ``replay``, else the server's hints."""
+        if self.replay is not None:
+            return self.replay
+        hints = self.annotations
+        return hints.get("readOnlyHint") is True or hints.get("idempotentHint") is True
 
     @property
     def read_only(self) -> bool:

@@ -269,6 +269,7 @@ class ReadFileTool:
     timeout: float | None = attrs.field(default=None, kw_only=True)
 
     name = "read_file"
+    replay_safe = True  # read-only: safe to run again after a crash
     label = "Read file"
     description = (
         "Read a file in the working directory. Text is returned with line numbers, "

@@ -193,6 +193,7 @@ class ListFilesTool:
     timeout: float | None = attrs.field(default=None, kw_only=True)
 
     name = "list_files"
+    replay_safe = True  # read-only: safe to run again after a crash
     label = "List files"
     description = (
         "List the files under a directory of the working directory, recursively (5 levels by "

@@ -148,6 +148,7 @@ class SearchTool:
     timeout: float | None = attrs.field(default=None, kw_only=True)
 
     name = "search"
+    replay_safe = True  # read-only: safe to run again after a crash
     label = "Search"
     description = (
         "Search file contents for a regular expression (case-insensitive unless "

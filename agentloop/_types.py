@@ -6,6 +6,7 @@ are accepted and converted). Timestamps are Unix milliseconds.
 
 from __future__ import annotations
 
+import contextvars
 import enum
 import time
 from collections.abc import Callable, Iterable
@@ -32,9 +33,17 @@ __all__ = [
 ]
 
 
+#: A clock other than the system's for the current context (a workflow's deterministic
+#: time, say): a function returning Unix milliseconds. None: the system clock.
+clock_ms: contextvars.ContextVar[Callable[[], int] | None] = contextvars.ContextVar(
+    "agentloop_clock_ms", default=None
+)
+
+
 def now_ms() -> int:
-    """Return the current Unix time in whole milliseconds."""
-    return time.time_ns() // 1_000_000
+    """Return the current Unix time in whole milliseconds (from :data:`clock_ms` if set)."""
+    clock = clock_ms.get()
+    return time.time_ns() // 1_000_000 if clock is None else clock()
 
 
 # --------------------------------------------------------------------------- content

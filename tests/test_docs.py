@@ -47,6 +47,7 @@ import agentloop.openapi
 import agentloop.providers
 import agentloop.serialization
 import agentloop.session
+import agentloop.temporal
 import agentloop.testing
 import agentloop.tools
 
@@ -63,6 +64,7 @@ API_MODULES = [
     agentloop.mcp,
     agentloop.openapi,
     agentloop.session,
+    agentloop.temporal,
 ]
 
 FENCE = re.compile(r"^(?P<indent> *)```(?P<info>[^`]*)$")

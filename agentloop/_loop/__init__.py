@@ -17,16 +17,32 @@ from ._config import LoopSettings as LoopSettings
 from ._config import MessageSource as MessageSource
 from ._config import OnErrorHook as OnErrorHook
 from ._config import configure as configure
+from ._core import CHECKPOINT as CHECKPOINT
+from ._core import AskModel as AskModel
+from ._core import CallHook as CallHook
+from ._core import CallState as CallState
+from ._core import Compact as Compact
 from ._core import LoopCore as LoopCore
+from ._core import ModelFailed as ModelFailed
+from ._core import RunCalls as RunCalls
 from ._core import prun_queue_of as prun_queue_of
 from ._core import user_messages as user_messages
 from ._driver import TrioDriver as TrioDriver
 from ._driver import agent_loop as agent_loop
 from ._driver import agent_loop_continue as agent_loop_continue
 from ._driver import run_tool_call as run_tool_call
+from ._registry import ToolEntry as ToolEntry
 from ._registry import ToolRegistry as ToolRegistry
 
 __all__ = [
+    "CHECKPOINT",
+    "AskModel",
+    "CallHook",
+    "CallState",
+    "Compact",
+    "ModelFailed",
+    "RunCalls",
+    "ToolEntry",
     "AfterCompactionHook",
     "AfterLoopHook",
     "AfterToolHook",

@@ -181,6 +181,9 @@ class TrioDriver:
         """Run to the end; the messages the run added. Raises what the run raised."""
         core = self.core
         try:
+            # One pass of the scheduler first: tasks started with this run (a sub-agent's
+            # watcher, say) are in place before the run does anything.
+            await trio.lowlevel.checkpoint()
             if not await self.drive(core.start(prompts)):
                 return ()
             with self.abort_scope:

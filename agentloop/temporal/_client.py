@@ -1,0 +1,172 @@
+"""Starting, steering and following runs; building a worker; calling asyncio code from trio."""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import threading
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any, TypeVar
+
+import attrs
+import trio
+from temporalio.client import Client, WorkflowHandle
+from temporalio.worker import UnsandboxedWorkflowRunner, Worker
+
+from .._events import AgentEvent, AgentStop
+from .._types import Message, Usage
+from ..serialization import from_dict
+from ._activities import model_activity, tool_activity
+from ._agents import AgentFactory, register
+from ._workflow import AgentRun
+
+__all__ = [
+    "AsyncioThread",
+    "RunResult",
+    "events",
+    "follow_up",
+    "make_worker",
+    "run_result",
+    "start_run",
+    "steer",
+]
+
+T = TypeVar("T")
+
+
+@attrs.frozen
+class RunResult:
+    """How a Temporal run ended: the messages it added, why it stopped, its usage."""
+
+    messages: tuple[Message, ...]
+    stop: AgentStop
+    usage: Usage
+
+
+def make_worker(
+    client: Client,
+    task_queue: str,
+    agents: Mapping[str, AgentFactory],
+    *,
+    max_concurrent_activities: int = 100,
+) -> Worker:
+    """A worker that runs the agents ``agents`` names (factories) on ``task_queue``.
+
+    Activities run in a pool of ``max_concurrent_activities`` threads, each
+    under its own ``trio.run``. Run it with ``await worker.run()`` (asyncio).
+
+    Raises:
+        TypeError: a factory is not callable.
+    """
+    register(agents)
+    return Worker(
+        client,
+        task_queue=task_queue,
+        workflows=[AgentRun],
+        activities=[model_activity, tool_activity],
+        activity_executor=concurrent.futures.ThreadPoolExecutor(max_concurrent_activities),
+        max_concurrent_activities=max_concurrent_activities,
+        workflow_runner=UnsandboxedWorkflowRunner(),
+    )
+
+
+async def start_run(
+    client: Client,
+    agent: str,
+    *prompts: str,
+    id: str,
+    task_queue: str,
+    history: tuple[Message, ...] = (),
+) -> WorkflowHandle[Any, Any]:
+    """Start a run of the agent named ``agent`` with ``prompts``; its workflow handle.
+
+    ``history`` is the conversation so far (empty for a new one). The run's
+    workflow id is ``id``; a second start with a running id fails (Temporal's
+    ``WorkflowAlreadyStartedError``).
+    """
+    from ..serialization import to_dict
+
+    spec = {
+        "agent": agent,
+        "prompts": list(prompts),
+        "history": [to_dict(message) for message in history],
+    }
+    return await client.start_workflow(AgentRun.run, spec, id=id, task_queue=task_queue)
+
+
+async def run_result(handle: WorkflowHandle[Any, Any]) -> RunResult:
+    """Wait for the run to end; what it added, why it stopped, its usage.
+
+    A cancelled run ends normally (stop reason ``aborted``), so this returns.
+    """
+    data = await handle.result()
+    return RunResult(
+        tuple(from_dict(message, Message) for message in data["messages"]),
+        from_dict(data["stop"], AgentStop),
+        from_dict(data["usage"], Usage),
+    )
+
+
+async def steer(handle: WorkflowHandle[Any, Any], text: str) -> None:
+    """Queue a steering message, as ``Agent.steer`` does."""
+    await handle.signal("steer", text)
+
+
+async def follow_up(handle: WorkflowHandle[Any, Any], text: str) -> None:
+    """Queue a follow-up message, as ``Agent.follow_up`` does."""
+    await handle.signal("follow_up", text)
+
+
+async def events(handle: WorkflowHandle[Any, Any], start: int = 0) -> list[AgentEvent]:
+    """The run's events from index ``start`` on (poll with the count read so far)."""
+    data = await handle.query("events", start)
+    return [from_dict(event, AgentEvent) for event in data]
+
+
+class AsyncioThread:
+    """An asyncio event loop in a thread of its own, for calling asyncio code from trio.
+
+    The Temporal client is asyncio; a trio program runs it here::
+
+        with AsyncioThread() as bridge:
+            client = await bridge.run(Client.connect, "127.0.0.1:7233")
+            handle = await bridge.run(start_run, client, "coder", "Go", id="r1",
+                                      task_queue="agents")
+            result = await bridge.run(run_result, handle)
+
+    Objects made on the loop (the client, handles) are used on it: pass them
+    back through :meth:`run`. Cancelling the trio caller cancels the asyncio task.
+    """
+
+    def __init__(self) -> None:
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(
+            target=self._loop.run_forever, name="agentloop-asyncio", daemon=True
+        )
+        self._thread.start()
+
+    async def run(self, fn: Callable[..., Awaitable[T]], *args: Any, **kwargs: Any) -> T:
+        """Await ``fn(*args, **kwargs)`` on the asyncio loop; its result, or what it raised."""
+        future = asyncio.run_coroutine_threadsafe(_call(fn, args, kwargs), self._loop)
+        try:
+            return await trio.to_thread.run_sync(future.result, abandon_on_cancel=True)
+        except trio.Cancelled:
+            future.cancel()
+            raise
+
+    def close(self) -> None:
+        """Stop the loop and its thread."""
+        if self._loop.is_running():
+            self._loop.call_soon_threadsafe(self._loop.stop)
+            self._thread.join()
+        self._loop.close()
+
+    def __enter__(self) -> AsyncioThread:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+
+async def _call(fn: Callable[..., Awaitable[T]], args: Any, kwargs: Any) -> T:
+    return await fn(*args, **kwargs)

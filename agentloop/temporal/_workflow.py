@@ -1,0 +1,223 @@
+"""The workflow: the loop core driven by Temporal, every piece of I/O an activity."""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+from collections.abc import Sequence
+from datetime import timedelta
+from typing import Any
+
+from temporalio import workflow
+from temporalio.common import RetryPolicy
+from temporalio.exceptions import ActivityError, ApplicationError
+from temporalio.exceptions import CancelledError as TemporalCancelled
+
+from .._context import AgentContext
+from .._events import AgentEnd, AgentEvent
+from .._loop import (
+    CHECKPOINT,
+    AgentLoopConfig,
+    AskModel,
+    CallHook,
+    CallState,
+    Compact,
+    LoopCore,
+    ModelFailed,
+    RunCalls,
+    ToolEntry,
+)
+from .._tool import ToolResult
+from .._types import AssistantMessage, Message, UserMessage, clock_ms
+from ..serialization import from_dict, to_dict
+from ._activities import HEARTBEAT, HISTORY_MISSING
+from ._agents import factory
+
+__all__ = ["AgentRun"]
+
+#: Seconds without a heartbeat after which a running tool call's worker counts as dead.
+HEARTBEAT_TIMEOUT = 4 * HEARTBEAT + 1
+MODEL_TIMEOUT = timedelta(minutes=10)
+DEFAULT_TOOL_TIMEOUT = 3600.0
+_RETRY = RetryPolicy(initial_interval=timedelta(milliseconds=200), maximum_attempts=5)
+
+
+def _cancelled(error: BaseException) -> bool:
+    return isinstance(error, asyncio.CancelledError | TemporalCancelled) or (
+        isinstance(error, ActivityError) and isinstance(error.cause, TemporalCancelled)
+    )
+
+
+@workflow.defn(name="agentloop.AgentRun")
+class AgentRun:
+    """One run of a named agent: ``run({"agent", "prompts", "history"})``.
+
+    Signals ``steer`` and ``follow_up`` (a text) queue messages with the
+    semantics of ``Agent.steer`` / ``Agent.follow_up``; the query ``events``
+    (a start index) returns the run's events from there, as JSON. Cancelling
+    the workflow aborts the run: the running tool calls are cancelled in their
+    workers, every started call gets exactly one result, and the run ends
+    normally with the stop reason ``aborted``.
+    """
+
+    def __init__(self) -> None:
+        self._events: list[dict[str, Any]] = []
+        self._steering: list[UserMessage] = []
+        self._follow_up: list[UserMessage] = []
+        self._agent = ""
+        self._loop_id = ""
+        self._key = ""  # names this run's conversation in the workers' caches
+        self._sent: list[Message] = []  # the messages of the last model request
+
+    @workflow.signal(name="steer")
+    def steer(self, text: str) -> None:
+        self._steering.append(UserMessage.text(text))
+
+    @workflow.signal(name="follow_up")
+    def follow_up(self, text: str) -> None:
+        self._follow_up.append(UserMessage.text(text))
+
+    @workflow.query(name="events")
+    def events(self, start: int) -> list[dict[str, Any]]:
+        return self._events[max(start, 0) :]
+
+    def _take_steering(self) -> list[UserMessage]:
+        return [self._steering.pop(0)] if self._steering else []
+
+    def _take_follow_up(self) -> list[UserMessage]:
+        return [self._follow_up.pop(0)] if self._follow_up else []
+
+    @workflow.run
+    async def run(self, spec: dict[str, Any]) -> dict[str, Any]:
+        # Every timestamp from the workflow's clock: replaying the run gives the same history.
+        clock_ms.set(lambda: int(workflow.time() * 1000))
+        self._agent = spec["agent"]
+        self._loop_id = workflow.info().workflow_id
+        self._key = f"{self._loop_id}/{workflow.info().run_id}"
+        agent = factory(self._agent)
+        history = [from_dict(message, Message) for message in spec.get("history", [])]
+        context = AgentContext(agent.system_prompt, history, agent.tools)
+        base = agent.config
+        config = AgentLoopConfig(
+            provider=base.provider,  # never called here: each request is an activity
+            strategy=base.strategy,
+            tool_timeout=base.tool_timeout,
+            limits=base.limits,
+            max_tokens=base.max_tokens,
+            temperature=base.temperature,
+            thinking_level=base.thinking_level,
+            get_steering_messages=self._take_steering,
+            get_follow_up_messages=self._take_follow_up,
+        )
+        core = LoopCore(context, config, loop_id=self._loop_id, now=workflow.time)
+        prompts = [UserMessage.text(text) for text in spec.get("prompts", [])]
+        aborted = False
+        if await self._drive(core, core.start(prompts)):
+            try:
+                await self._drive(core, core.turns())
+            except BaseException as error:
+                if not _cancelled(error):
+                    raise
+                aborted = True
+        new_messages: Sequence[Message] = await self._drive(core, core.finish(aborted))
+        end = next(
+            from_dict(event, AgentEvent)
+            for event in reversed(self._events)
+            if event.get("type") == "AgentEnd"
+        )
+        assert isinstance(end, AgentEnd)
+        return {
+            "messages": [to_dict(message) for message in new_messages],
+            "stop": to_dict(end.stop_reason),
+            "usage": to_dict(end.usage),
+        }
+
+    async def _drive(self, core: Any, phase: Any) -> Any:
+        outcome: Any = None
+        while True:
+            try:
+                action = phase.send(outcome)
+            except StopIteration as stop:
+                return stop.value
+            outcome = None
+            if isinstance(action, AgentEvent):
+                self._events.append(to_dict(action))
+            elif isinstance(action, CallHook):
+                outcome = action.hook(*action.args)
+                if inspect.isawaitable(outcome):
+                    outcome = await outcome
+            elif action is CHECKPOINT:
+                pass
+            elif isinstance(action, AskModel):
+                outcome = await self._ask(action)
+            elif isinstance(action, RunCalls):
+                await self._run_calls(core, action.calls)
+            elif isinstance(action, Compact):
+                raise ApplicationError(
+                    "compaction is not supported in a Temporal run yet", non_retryable=True
+                )
+            else:  # pragma: no cover
+                raise AssertionError(f"unknown action {action!r}")
+
+    async def _ask(self, action: AskModel) -> AssistantMessage | ModelFailed:
+        messages = list(action.request.messages)
+        sent = self._sent
+        # Only what is new since the last request, if the history only grew since.
+        grew = len(messages) >= len(sent) and all(
+            mine is theirs for mine, theirs in zip(sent, messages, strict=False)
+        )
+        base = len(sent) if grew else 0
+        try:
+            try:
+                result = await self._model(base, messages[base:])
+            except ActivityError as error:
+                cause = error.cause
+                if not (isinstance(cause, ApplicationError) and cause.type == HISTORY_MISSING):
+                    raise
+                result = await self._model(0, messages)  # another worker: send it all
+        except ActivityError as error:
+            if _cancelled(error):
+                raise
+            cause = error.cause
+            return ModelFailed(str(cause.message if isinstance(cause, ApplicationError) else cause))
+        self._sent = messages
+        message = from_dict(result, AssistantMessage)
+        assert isinstance(message, AssistantMessage)
+        return message
+
+    async def _model(self, base: int, new: list[Message]) -> Any:
+        return await workflow.execute_activity(
+            "agentloop.model",
+            args=[self._agent, self._key, base, [to_dict(message) for message in new]],
+            start_to_close_timeout=MODEL_TIMEOUT,
+            retry_policy=_RETRY,
+            cancellation_type=workflow.ActivityCancellationType.TRY_CANCEL,
+        )
+
+    async def _run_calls(
+        self, core: Any, calls: tuple[tuple[CallState, ToolEntry, float | None], ...]
+    ) -> None:
+        async def one(state: CallState, limit: float | None) -> None:
+            seconds = limit if limit is not None else DEFAULT_TOOL_TIMEOUT
+            answer = await workflow.execute_activity(
+                "agentloop.tool",
+                args=[self._agent, to_dict(state.call), self._loop_id],
+                activity_id=f"tool-{state.call.id}",
+                start_to_close_timeout=timedelta(seconds=seconds + 30),
+                heartbeat_timeout=timedelta(seconds=HEARTBEAT_TIMEOUT),
+                retry_policy=_RETRY,
+                cancellation_type=workflow.ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
+            )
+            result = from_dict(answer["result"], ToolResult)
+            assert isinstance(result, ToolResult)
+            await self._drive(core, core.call_ended(state, result, bool(answer["is_error"])))
+
+        tasks = [asyncio.ensure_future(one(state, limit)) for state, _entry, limit in calls]
+        try:
+            await asyncio.gather(*tasks)
+        except BaseException:
+            # Aborted: wait until each worker has cancelled its call (or it ended).
+            for task in tasks:
+                task.cancel()
+            await asyncio.wait(tasks)
+            raise

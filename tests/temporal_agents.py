@@ -1,0 +1,118 @@
+"""Agents for the Temporal tests, served by workers (``--agents temporal_agents:AGENTS``).
+
+The models are scripted from the request alone (each request may reach another
+worker). Tools leave traces in ``$AGENTLOOP_TEST_DIR`` so the tests can see what
+ran where: ``note`` (not safe to repeat) appends to notes.log, ``look`` (safe)
+to looks.log; ``wait`` (safe) and ``hold`` (not safe) write a ``<name>.started``
+marker and wait for ``release`` to appear; ``wait`` writes ``wait.cancelled``
+when its cancel scope fires.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import trio
+
+import agentloop as al
+from agentloop.providers import ModelRequest, ScriptedProvider, call, reply
+
+DIR = Path(os.environ.get("AGENTLOOP_TEST_DIR", "."))
+
+
+def _append(name: str, text: str) -> None:
+    with (DIR / name).open("a") as log:
+        log.write(text + "\n")
+
+
+@al.tool
+async def note(text: str) -> str:
+    """Write a note (not safe to repeat)."""
+    _append("notes.log", text)
+    return f"noted {text}"
+
+
+@al.tool(replay_safe=True)
+async def look() -> str:
+    """Look at the notes (safe to repeat)."""
+    _append("looks.log", "look")
+    return "looked"
+
+
+async def _until_released(name: str) -> None:
+    (DIR / f"{name}.started").write_text(str(os.getpid()))
+    while not (DIR / "release").exists():  # noqa: ASYNC110 - another process writes it
+        await trio.sleep(0.05)
+
+
+@al.tool(replay_safe=True)
+async def wait() -> str:
+    """Wait until released (safe to repeat)."""
+    try:
+        await _until_released("wait")
+    except trio.Cancelled:
+        (DIR / "wait.cancelled").write_text("yes")
+        raise
+    return "released"
+
+
+@al.tool
+async def hold(text: str) -> str:
+    """Write a note, then wait until released (not safe to repeat)."""
+    _append("notes.log", text)
+    await _until_released("hold")
+    return f"held {text}"
+
+
+def _results(request: ModelRequest) -> int:
+    return sum(isinstance(m, al.ToolResultMessage) for m in request.messages)
+
+
+def _last_user(request: ModelRequest) -> str:
+    users = [m for m in request.messages if isinstance(m, al.UserMessage)]
+    return users[-1].text if users else ""
+
+
+def notes_step(request: ModelRequest) -> Any:
+    done = _results(request)
+    if done == 0:
+        return reply("Noting.", call("note", {"text": "a"}, id="n1"), call("look", id="l1"))
+    if done == 2:
+        return reply("More.", call("note", {"text": "b"}, id="n2"))
+    return reply(f"Done after {done} results.")
+
+
+def waiting_step(request: ModelRequest) -> Any:
+    if _results(request) == 0:
+        return reply("Waiting.", call("wait", id="w1"), call("look", id="l1"))
+    return reply(f"Finished; the user said: {_last_user(request)}")
+
+
+def holding_step(request: ModelRequest) -> Any:
+    done = _results(request)
+    if done == 0:
+        return reply("Holding.", call("look", id="l1"), call("hold", {"text": "h"}, id="h1"))
+    if done == 2:
+        return reply("Then.", call("note", {"text": "after"}, id="n1"))
+    return reply("All done.")
+
+
+def notes() -> al.Agent:
+    return al.Agent(
+        ScriptedProvider([notes_step] * 1000), tools=[note, look], strategy=al.Sequential()
+    )
+
+
+def waiting() -> al.Agent:
+    return al.Agent(
+        ScriptedProvider([waiting_step] * 1000), tools=[wait, look], strategy=al.Sequential()
+    )
+
+
+def holding() -> al.Agent:
+    return al.Agent(ScriptedProvider([holding_step] * 1000), tools=[look, hold, note])
+
+
+AGENTS = {"notes": notes, "waiting": waiting, "holding": holding}

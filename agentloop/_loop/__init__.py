@@ -25,6 +25,7 @@ from ._core import Compact as Compact
 from ._core import LoopCore as LoopCore
 from ._core import ModelFailed as ModelFailed
 from ._core import RunCalls as RunCalls
+from ._core import RunCounts as RunCounts
 from ._core import prun_queue_of as prun_queue_of
 from ._core import user_messages as user_messages
 from ._driver import TrioDriver as TrioDriver
@@ -42,6 +43,7 @@ __all__ = [
     "Compact",
     "ModelFailed",
     "RunCalls",
+    "RunCounts",
     "ToolEntry",
     "AfterCompactionHook",
     "AfterLoopHook",

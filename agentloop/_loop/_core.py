@@ -161,6 +161,17 @@ class Compact:
     measured: int | None
 
 
+@attrs.frozen
+class RunCounts:
+    """What a run's limits have counted: turns, usage and tokens, and when it started."""
+
+    turn_index: int
+    turns_done: int
+    usage: Usage
+    tokens_used: int
+    started_at: float
+
+
 class _Checkpoint:
     __slots__ = ()
 
@@ -807,6 +818,20 @@ class LoopCore:
         )
 
     # ----------------------------------------------------------------- interruption
+
+    def counts(self) -> RunCounts:
+        """What the limits count so far, to carry into a continuation of this run."""
+        return RunCounts(
+            self._turn_index, self._turns_done, self.usage, self._tokens_used, self._started_at
+        )
+
+    def carry(self, counts: RunCounts) -> None:
+        """Go on counting from ``counts`` (after :meth:`start`): a run continued elsewhere."""
+        self._turn_index = counts.turn_index
+        self._turns_done = counts.turns_done
+        self.usage = counts.usage
+        self._tokens_used = counts.tokens_used
+        self._started_at = counts.started_at
 
     def interrupted(self, cancelled: bool, description: str) -> None:
         """The run stops where it is (the driver was cancelled, or ``description``

@@ -27,6 +27,7 @@ from ._agents import AgentFactory as AgentFactory
 from ._agents import load_agents as load_agents
 from ._client import AsyncioThread as AsyncioThread
 from ._client import RunResult as RunResult
+from ._client import event_count as event_count
 from ._client import events as events
 from ._client import follow_up as follow_up
 from ._client import make_worker as make_worker
@@ -40,6 +41,7 @@ __all__ = [
     "AgentRun",
     "AsyncioThread",
     "RunResult",
+    "event_count",
     "events",
     "follow_up",
     "load_agents",

@@ -23,6 +23,7 @@ from ._workflow import AgentRun
 __all__ = [
     "AsyncioThread",
     "RunResult",
+    "event_count",
     "events",
     "follow_up",
     "make_worker",
@@ -77,21 +78,28 @@ async def start_run(
     id: str,
     task_queue: str,
     history: tuple[Message, ...] = (),
+    continue_after: int | None = None,
 ) -> WorkflowHandle[Any, Any]:
     """Start a run of the agent named ``agent`` with ``prompts``; its workflow handle.
 
     ``history`` is the conversation so far (empty for a new one). The run's
     workflow id is ``id``; a second start with a running id fails (Temporal's
-    ``WorkflowAlreadyStartedError``).
+    ``WorkflowAlreadyStartedError``). The run continues as new (a fresh
+    workflow history, nothing lost) at the end of a turn once its history
+    holds ``continue_after`` events (default 10,000) or Temporal suggests it.
+    The handle follows the run across those executions.
     """
     from ..serialization import to_dict
 
-    spec = {
+    spec: dict[str, Any] = {
         "agent": agent,
         "prompts": list(prompts),
         "history": [to_dict(message) for message in history],
     }
-    return await client.start_workflow(AgentRun.run, spec, id=id, task_queue=task_queue)
+    if continue_after is not None:
+        spec["continue_after"] = continue_after
+    await client.start_workflow(AgentRun.run, spec, id=id, task_queue=task_queue)
+    return client.get_workflow_handle(id)  # the latest execution, whichever it is
 
 
 async def run_result(handle: WorkflowHandle[Any, Any]) -> RunResult:
@@ -118,9 +126,19 @@ async def follow_up(handle: WorkflowHandle[Any, Any], text: str) -> None:
 
 
 async def events(handle: WorkflowHandle[Any, Any], start: int = 0) -> list[AgentEvent]:
-    """The run's events from index ``start`` on (poll with the count read so far)."""
+    """The run's events from index ``start`` on (poll with the count read so far).
+
+    Indexes go on across continue-as-new; the events of earlier executions are
+    gone, so a reader further behind gets those of the current one.
+    """
     data = await handle.query("events", start)
     return [from_dict(event, AgentEvent) for event in data]
+
+
+async def event_count(handle: WorkflowHandle[Any, Any]) -> int:
+    """How many events the run has sent so far (across continue-as-new)."""
+    count: int = await handle.query("event_count")
+    return count
 
 
 class AsyncioThread:

@@ -14,7 +14,7 @@ from temporalio.exceptions import ActivityError, ApplicationError
 from temporalio.exceptions import CancelledError as TemporalCancelled
 
 from .._context import AgentContext
-from .._events import AgentEnd, AgentEvent
+from .._events import AgentEnd, AgentEvent, TurnEnd
 from .._loop import (
     CHECKPOINT,
     AgentLoopConfig,
@@ -25,10 +25,11 @@ from .._loop import (
     LoopCore,
     ModelFailed,
     RunCalls,
+    RunCounts,
     ToolEntry,
 )
 from .._tool import ToolResult
-from .._types import AssistantMessage, Message, UserMessage, clock_ms
+from .._types import AssistantMessage, Message, ToolResultMessage, Usage, UserMessage, clock_ms
 from ..serialization import from_dict, to_dict
 from ._activities import HEARTBEAT, HISTORY_MISSING
 from ._agents import factory
@@ -39,6 +40,9 @@ __all__ = ["AgentRun"]
 HEARTBEAT_TIMEOUT = 4 * HEARTBEAT + 1
 MODEL_TIMEOUT = timedelta(minutes=10)
 DEFAULT_TOOL_TIMEOUT = 3600.0
+#: History events after which a run continues as new at its next turn's end (Temporal
+#: may suggest it earlier); each run's input can lower it (``continue_after``).
+CONTINUE_AFTER = 10_000
 _RETRY = RetryPolicy(initial_interval=timedelta(milliseconds=200), maximum_attempts=5)
 
 
@@ -46,6 +50,10 @@ def _cancelled(error: BaseException) -> bool:
     return isinstance(error, asyncio.CancelledError | TemporalCancelled) or (
         isinstance(error, ActivityError) and isinstance(error.cause, TemporalCancelled)
     )
+
+
+class _ContinueAsNew(Exception):
+    """The history is long: go on in a new workflow execution (at a turn's end)."""
 
 
 @workflow.defn(name="agentloop.AgentRun")
@@ -68,6 +76,8 @@ class AgentRun:
         self._loop_id = ""
         self._key = ""  # names this run's conversation in the workers' caches
         self._sent: list[Message] = []  # the messages of the last model request
+        self._offset = 0  # events sent by earlier executions of this run (continue-as-new)
+        self._continue_after = CONTINUE_AFTER
 
     @workflow.signal(name="steer")
     def steer(self, text: str) -> None:
@@ -79,7 +89,12 @@ class AgentRun:
 
     @workflow.query(name="events")
     def events(self, start: int) -> list[dict[str, Any]]:
-        return self._events[max(start, 0) :]
+        # Events from before the last continue-as-new are gone: start at the first kept.
+        return self._events[max(start - self._offset, 0) :]
+
+    @workflow.query(name="event_count")
+    def event_count(self) -> int:
+        return self._offset + len(self._events)
 
     def _take_steering(self) -> list[UserMessage]:
         return [self._steering.pop(0)] if self._steering else []
@@ -111,15 +126,35 @@ class AgentRun:
         )
         core = LoopCore(context, config, loop_id=self._loop_id, now=workflow.time)
         prompts = [UserMessage.text(text) for text in spec.get("prompts", [])]
+        carried = spec.get("carry")
+        self._offset = int(spec.get("events_offset", 0))
+        self._continue_after = int(spec.get("continue_after", CONTINUE_AFTER))
+        self._steering = [UserMessage.text(text) for text in spec.get("steering", [])]
+        self._follow_up = [UserMessage.text(text) for text in spec.get("follow_up", [])]
+        first = int(spec["first"]) if carried is not None else len(history)
         aborted = False
         if await self._drive(core, core.start(prompts)):
+            if carried is not None:  # a continuation: one AgentStart, counts go on
+                del self._events[-1]
+                core.carry(
+                    RunCounts(
+                        int(carried["turn_index"]),
+                        int(carried["turns_done"]),
+                        from_dict(carried["usage"], Usage),
+                        int(carried["tokens_used"]),
+                        float(carried["started_at"]),
+                    )
+                )
             try:
                 await self._drive(core, core.turns())
+            except _ContinueAsNew:
+                workflow.continue_as_new(self._continuation(spec, core, first))
             except BaseException as error:
                 if not _cancelled(error):
                     raise
                 aborted = True
-        new_messages: Sequence[Message] = await self._drive(core, core.finish(aborted))
+        await self._drive(core, core.finish(aborted))
+        new_messages: Sequence[Message] = core.context.messages[first:]
         end = next(
             from_dict(event, AgentEvent)
             for event in reversed(self._events)
@@ -132,6 +167,37 @@ class AgentRun:
             "usage": to_dict(end.usage),
         }
 
+    def _continuation(self, spec: dict[str, Any], core: Any, first: int) -> dict[str, Any]:
+        """The input of the run that goes on from here, in a new workflow execution."""
+        counts = core.counts()
+        return {
+            "agent": self._agent,
+            "prompts": [],
+            "history": [to_dict(message) for message in core.context.messages],
+            "first": first,
+            "carry": {
+                "turn_index": counts.turn_index,
+                "turns_done": counts.turns_done,
+                "usage": to_dict(counts.usage),
+                "tokens_used": counts.tokens_used,
+                "started_at": counts.started_at,
+            },
+            "events_offset": self._offset + len(self._events),
+            "steering": [message.text for message in self._steering],
+            "follow_up": [message.text for message in self._follow_up],
+            "continue_after": self._continue_after,
+        }
+
+    def _should_continue_as_new(self, core: Any) -> bool:
+        """At a turn's end: is the history long, and will the loop ask the model next?"""
+        info = workflow.info()
+        long = (
+            info.is_continue_as_new_suggested()
+            or info.get_current_history_length() >= self._continue_after
+        )
+        messages = core.context.messages
+        return long and bool(messages) and isinstance(messages[-1], ToolResultMessage)
+
     async def _drive(self, core: Any, phase: Any) -> Any:
         outcome: Any = None
         while True:
@@ -142,6 +208,8 @@ class AgentRun:
             outcome = None
             if isinstance(action, AgentEvent):
                 self._events.append(to_dict(action))
+                if isinstance(action, TurnEnd) and self._should_continue_as_new(core):
+                    raise _ContinueAsNew
             elif isinstance(action, CallHook):
                 outcome = action.hook(*action.args)
                 if inspect.isawaitable(outcome):

@@ -34,7 +34,13 @@ from agentloop._cli._models import DEMO_NOTE, ModelError, ScriptEnd, choose_mode
 from agentloop._cli._render import summarize_args
 from agentloop._cli._setup import SetupError, describe_request, make_permissions, openapi_tools
 from agentloop.providers import AnthropicProvider, OpenAIProvider, call, reply
-from agentloop.session import SessionInfo, list_sessions, load_session
+from agentloop.session import (
+    INTERRUPTED,
+    NOT_RUN_AGAIN,
+    SessionInfo,
+    list_sessions,
+    load_session,
+)
 from agentloop.tools import default_tools
 
 DATA = Path(__file__).parent / "data" / "openapi"
@@ -1032,6 +1038,9 @@ def test_terminal_resume_after_the_process_was_killed(terminal: Terminal, tmp_pa
     terminal.wait_for(
         f"agentloop: resumed session {session.session_id}: {count} messages restored."
     )
+    terminal.wait_for(
+        "agentloop: bash was cut short by the stop; not run again (it may not be safe to repeat)."
+    )
     terminal.wait(lambda lines: lines[-1:] == [PROMPT], "the prompt")
     terminal.type("go on")
     terminal.wait_for_prompt("Resumed and done.")
@@ -1040,5 +1049,7 @@ def test_terminal_resume_after_the_process_was_killed(terminal: Terminal, tmp_pa
     [after] = list_sessions(home / "sessions")
     assert after.path == session.path
     texts = [m.text for m in load_session(after.path).messages]
-    assert texts[: len(recorded)] == [m.text for m in recorded]
+    # The command that was running when the process died is answered, not run again.
+    assert recorded[-1].text == INTERRUPTED
+    assert texts[: len(recorded)] == [m.text for m in recorded[:-1]] + [NOT_RUN_AGAIN]
     assert texts[len(recorded) :] == ["go on", "Resumed and done."]

@@ -33,6 +33,7 @@ from .._permissions import PermissionRequest, Permissions
 from .._tool import AgentTool
 from .._types import AssistantMessage, StopReason, UserMessage
 from ..session import (
+    NOT_RUN_AGAIN,
     SessionLockedError,
     SessionRecorder,
     find_session,
@@ -231,9 +232,15 @@ class App:
         except (OSError, ValueError) as error:
             raise SetupError(f"cannot resume the session: {error}") from error
         self._close_recorder()
-        session.restore(self.agent)
         self.session_path = path
         self._recording_failed = False
+        if session.interrupted:
+            # Calls the stopped process left open: answered now, and recorded.
+            self._open_recorder()
+            recovered = await session.recover(self.agent)
+        else:
+            session.restore(self.agent)
+            recovered = ()
         count = len(session.messages)
         self.screen.line(
             f"agentloop: resumed session {session.session_id}: "
@@ -241,6 +248,13 @@ class App:
         )
         for warning in session.warnings:
             self.screen.line(f"agentloop: {warning}", "yellow")
+        for result in recovered:
+            what = "not run again (it may not be safe to repeat)"
+            if result.text != NOT_RUN_AGAIN:
+                what = "run again"
+            self.screen.line(
+                f"agentloop: {result.tool_name} was cut short by the stop; {what}.", "yellow"
+            )
 
     # ----------------------------------------------------------------- sessions
 

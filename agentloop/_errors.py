@@ -22,8 +22,9 @@ class AgentloopError(Exception):
         │   ├── ServerError           5xx, a malformed stream
         │   ├── NetworkError          connection, timeouts, a stream cut short
         │   ├── AuthenticationError   401, 403
-        │   └── BadRequestError       400, 404, 422...
-        │       └── ContextOverflowError    the request is longer than the model's window
+        │   ├── BadRequestError       400, 404, 422...
+        │   │   └── ContextOverflowError    the request is longer than the model's window
+        │   └── FallbackError         every model of a FallbackProvider failed
         ├── ScriptExhausted           a ScriptedProvider ran out of turns
         ├── McpConnectionError        an MCP server cannot be reached (also a ConnectionError)
         ├── OpenApiError              an OpenAPI document cannot be used (also a ValueError)

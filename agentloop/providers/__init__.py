@@ -21,6 +21,8 @@ from ._errors import OverloadedError as OverloadedError
 from ._errors import ProviderError as ProviderError
 from ._errors import RateLimitError as RateLimitError
 from ._errors import ServerError as ServerError
+from ._fallback import FallbackError as FallbackError
+from ._fallback import FallbackProvider as FallbackProvider
 from ._model import PRICES_AS_OF as PRICES_AS_OF
 from ._model import Compat as Compat
 from ._model import ModelConfig as ModelConfig
@@ -48,6 +50,8 @@ __all__ = [
     "Compat",
     "ContextOverflowError",
     "Emit",
+    "FallbackError",
+    "FallbackProvider",
     "ModelConfig",
     "ModelCost",
     "ModelRequest",

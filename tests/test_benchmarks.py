@@ -61,6 +61,14 @@ def test_parallel_tools() -> None:
     )
 
 
+def test_temporal_turns() -> None:
+    """The three runs complete on a real dev server and the table has a row each."""
+    lines = bench("temporal_turns.py", "--turns", "3", "--repeat", "1")
+    rows = [line.split(" | ")[0].strip() for line in lines if " | " in line]
+    assert rows == ["run", "agentloop on Temporal", "plain workflow", "agentloop in process"]
+    assert lines[-1].startswith("workflow history (JSON) of one run: agentloop ")
+
+
 def test_sse_decode() -> None:
     """The generated streams decode and parse back to what was built."""
     lines = bench("sse_decode.py", "--size", "0.05", "--answer-mb", "0.01", "--repeat", "1")

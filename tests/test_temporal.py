@@ -97,6 +97,7 @@ class Workers:
             [
                 sys.executable, "-m", "agentloop.temporal", "worker", "--address",
                 self.address, "--task-queue", self.queue, "--agents", "temporal_agents:AGENTS",
+                "--sticky-timeout", "1",
             ],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
@@ -285,7 +286,7 @@ def test_a_killed_worker_is_replaced_and_nothing_unsafe_runs_twice(workers: Work
         ("result:ok", "n1=noted after"),
         ("assistant:stop", "All done."),
     ]
-    assert waited < 30  # noticed within a heartbeat timeout, not the tool's timeout
+    assert waited < 15  # noticed within a heartbeat timeout, not the tool's (an hour)
     assert lines(workers.directory / "notes.log") == ["h", "after"]  # hold ran once
     assert lines(workers.directory / "looks.log") == ["look"]  # completed: not run again
 

@@ -20,6 +20,12 @@ def main(argv: list[str] | None = None) -> int:
     worker.add_argument("--namespace", default="default")
     worker.add_argument("--task-queue", required=True)
     worker.add_argument("--agents", required=True, help="module:mapping of names to factories")
+    worker.add_argument(
+        "--sticky-timeout",
+        type=float,
+        default=10.0,
+        help="seconds a run waits for its last worker before any takes it (10)",
+    )
     args = parser.parse_args(argv)
     try:
         agents = load_agents(args.agents)
@@ -29,7 +35,7 @@ def main(argv: list[str] | None = None) -> int:
 
     async def serve() -> None:
         client = await Client.connect(args.address, namespace=args.namespace)
-        runner = make_worker(client, args.task_queue, agents)
+        runner = make_worker(client, args.task_queue, agents, sticky_timeout=args.sticky_timeout)
         print(f"worker ready on {args.task_queue}", flush=True)
         await runner.run()
 

@@ -6,6 +6,7 @@ import asyncio
 import concurrent.futures
 import threading
 from collections.abc import Awaitable, Callable, Mapping
+from datetime import timedelta
 from typing import Any, TypeVar
 
 import attrs
@@ -50,11 +51,16 @@ def make_worker(
     agents: Mapping[str, AgentFactory],
     *,
     max_concurrent_activities: int = 100,
+    sticky_timeout: float = 10.0,
 ) -> Worker:
     """A worker that runs the agents ``agents`` names (factories) on ``task_queue``.
 
     Activities run in a pool of ``max_concurrent_activities`` threads, each
-    under its own ``trio.run``. Run it with ``await worker.run()`` (asyncio).
+    under its own ``trio.run``. ``sticky_timeout`` is how many seconds a run's
+    next workflow step waits for the worker that ran its last one before any
+    worker takes it (Temporal's ``sticky_queue_schedule_to_start_timeout``):
+    lower, a dead worker's runs move on sooner; higher, fewer replays under
+    load. Run it with ``await worker.run()`` (asyncio).
 
     Raises:
         TypeError: a factory is not callable.
@@ -68,6 +74,7 @@ def make_worker(
         activity_executor=concurrent.futures.ThreadPoolExecutor(max_concurrent_activities),
         max_concurrent_activities=max_concurrent_activities,
         workflow_runner=UnsandboxedWorkflowRunner(),
+        sticky_queue_schedule_to_start_timeout=timedelta(seconds=sticky_timeout),
     )
 
 

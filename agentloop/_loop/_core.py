@@ -60,6 +60,7 @@ from .._events import (
     StopKind,
     StreamDelta,
     TextDelta,
+    ToolCallDelta,
     ToolExecutionEnd,
     ToolExecutionStart,
     ToolExecutionUpdate,
@@ -571,7 +572,18 @@ class LoopCore:
         """The event for a piece the model streamed (during :class:`AskModel`)."""
         partial = self.turn.partial if self.turn is not None else None
         assert partial is not None, "delta() outside AskModel"
-        if type(delta) is not TextDelta or not delta.delta.isascii():  # ASCII is clean
+        kind = type(delta)
+        if kind is TextDelta:
+            assert isinstance(delta, TextDelta)
+            if not delta.delta.isascii():  # ASCII is clean
+                delta = scrub_delta(delta)
+        elif kind is ToolCallDelta:
+            assert isinstance(delta, ToolCallDelta)
+            if not (
+                delta.delta.isascii() and delta.tool_call_id.isascii() and delta.name.isascii()
+            ):
+                delta = scrub_delta(delta)
+        else:
             delta = scrub_delta(delta)
         partial.apply(delta)
         return MessageUpdate(loop_id=self.loop_id, message=partial.snapshot(), delta=delta)

@@ -113,8 +113,12 @@ class ScriptExhausted(AgentloopError):
 _WORD = re.compile(r"\s*\S+\s*|\s+")
 
 
+def _utf8_size(text: str) -> int:
+    return len(text.encode("utf-8", "surrogatepass"))
+
+
 def _estimate(text: str) -> int:
-    return math.ceil(len(text.encode("utf-8", "surrogatepass")) / 4)
+    return math.ceil(_utf8_size(text) / 4)
 
 
 def _message_text(message: Message) -> str:
@@ -187,6 +191,7 @@ class ScriptedProvider:
         self.chunk_size = chunk_size
         self.model = model
         self.requests: list[ModelRequest] = []
+        self._sizes: dict[int, tuple[Message, int]] = {}  # by id(message), for usage estimates
 
     def add(self, *steps: ScriptStep) -> None:
         """Append steps to the script."""
@@ -271,12 +276,21 @@ class ScriptedProvider:
 
         return send
 
-    @staticmethod
-    def _estimate_usage(request: ModelRequest, content: Sequence[AssistantContent]) -> Usage:
-        sent = request.system_prompt + "".join(_message_text(m) for m in request.messages)
-        sent += "".join(t.name + t.description + json.dumps(t.parameters) for t in request.tools)
+    def _size(self, message: Message) -> int:
+        """The UTF-8 size of ``message``'s text, measured once per message object."""
+        known = self._sizes.get(id(message))
+        if known is not None and known[0] is message:
+            return known[1]
+        size = _utf8_size(_message_text(message))
+        self._sizes[id(message)] = (message, size)  # the object is kept: its id stays its own
+        return size
+
+    def _estimate_usage(self, request: ModelRequest, content: Sequence[AssistantContent]) -> Usage:
+        tools = "".join(t.name + t.description + json.dumps(t.parameters) for t in request.tools)
+        sent = _utf8_size(request.system_prompt + tools)
+        sent += sum(self._size(message) for message in request.messages)
         received = _message_text(AssistantMessage(tuple(content), StopReason.STOP))
-        input_tokens, output_tokens = _estimate(sent), _estimate(received)
+        input_tokens, output_tokens = math.ceil(sent / 4), _estimate(received)
         return Usage(
             input=input_tokens, output=output_tokens, total_tokens=input_tokens + output_tokens
         )

@@ -128,6 +128,7 @@ class StopKind(enum.Enum):
     MAX_TOKENS = "max_tokens"  #: ``ExecutionLimits.max_total_tokens``
     MAX_DURATION = "max_duration"  #: ``ExecutionLimits.max_duration``
     MAX_COST = "max_cost"  #: ``ExecutionLimits.max_cost``
+    MAX_REQUESTS = "max_requests"  #: ``ExecutionLimits.max_requests``
     VETOED = "vetoed"  #: ``before_loop`` or ``before_turn`` returned False
 
 
@@ -154,15 +155,17 @@ class AgentEnd(AgentEvent):
     """The run ended: always the last event, after an abort too.
 
     ``messages`` are the messages this run added to the history, in their final
-    form; ``usage`` sums the run's model calls; ``stop_reason`` says why it
-    ended (a limit, an abort, an error...), so code need not read it off the
-    history's text.
+    form; ``usage`` sums the run's model calls, and ``usage_by_model`` splits it
+    by the model that answered (``AssistantMessage.model``: several with a
+    ``FallbackProvider``); ``stop_reason`` says why it ended (a limit, an
+    abort, an error...), so code need not read it off the history's text.
     """
 
     messages: tuple[Message, ...]
     usage: Usage
     timestamp: int = attrs.field(factory=now_ms)
     stop_reason: AgentStop = attrs.field(factory=lambda: AgentStop(StopKind.COMPLETED))
+    usage_by_model: dict[str, Usage] = attrs.field(factory=dict)
 
 
 @attrs.frozen(kw_only=True)

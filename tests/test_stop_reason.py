@@ -43,6 +43,7 @@ async def test_a_run_that_finishes_is_completed() -> None:
         ({"max_turns": 1}, al.StopKind.MAX_TURNS, "Max turns reached (1/1)"),
         ({"max_total_tokens": 5}, al.StopKind.MAX_TOKENS, "Max tokens reached (20/5)"),
         ({"max_cost": 0.01}, al.StopKind.MAX_COST, "Max cost reached ($0.0200/$0.0100)"),
+        ({"max_requests": 1}, al.StopKind.MAX_REQUESTS, "Max requests reached (1/1)"),
     ],
 )
 async def test_each_limit_says_which(
@@ -143,3 +144,21 @@ def test_hard_cancel_is_aborted_too() -> None:
         assert last.stop_reason is al.StopReason.ABORTED
 
     trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
+
+
+async def test_usage_is_split_by_the_model_that_answered() -> None:
+    """With a FallbackProvider the second turn is answered by the backup: each model's
+    usage is its own, and they add up to the run's."""
+    first, second = (
+        al.Usage(input=10, output=5, total_tokens=15),
+        al.Usage(input=20, output=7, total_tokens=27),
+    )
+    primary = ScriptedProvider(
+        [reply(call("echo", {"text": "x"}), usage=first), fail(OverloadedError("busy"))],
+        model="primary",
+    )
+    backup = ScriptedProvider([reply("done", usage=second)], model="backup")
+    agent = al.Agent(al.providers.FallbackProvider(primary, backup), tools=[Echo()])
+    end = await end_of(agent)
+    assert end.usage_by_model == {"primary": first, "backup": second}
+    assert end.usage == first + second

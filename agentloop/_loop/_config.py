@@ -63,16 +63,20 @@ _optional_positive = number_field(above=0, optional=True)
 class ExecutionLimits:
     """When a run stops on its own. ``None`` means no limit.
 
-    Checked before each turn: a run with ``max_turns=3`` makes at most three
-    model calls. When a limit is reached the loop adds a user message such as
-    ``"[Agent stopped: Max turns reached (3/3)]"`` and ends the run. Tokens
-    count input plus output of each turn that did not fail.
+    Checked before each turn, that is before each model request: a run with
+    ``max_turns=3`` makes at most three model calls. When a limit is reached
+    the loop adds a user message such as ``"[Agent stopped: Max turns reached
+    (3/3)]"`` and ends the run with that ``AgentEnd.stop_reason``. Tokens count
+    input plus output of each turn that did not fail; ``max_requests`` counts
+    the run's model requests (not the summaries compaction asks for);
+    ``max_cost`` needs the model's prices (``ModelConfig.cost``).
     """
 
     max_turns: int | None = attrs.field(default=50, validator=_optional_positive)
     max_total_tokens: int | None = attrs.field(default=1_000_000, validator=_optional_positive)
     max_duration: float | None = attrs.field(default=600.0, validator=_optional_positive)
     max_cost: float | None = attrs.field(default=None, validator=_optional_positive)
+    max_requests: int | None = attrs.field(default=None, validator=_optional_positive)
 
 
 def _strategy(instance: object, attribute: attrs.Attribute[Any], value: Any) -> None:

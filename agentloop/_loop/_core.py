@@ -71,6 +71,7 @@ from .._scrub import scrub_delta, scrub_message, scrub_result
 from .._text import scrub
 from .._tool import Batched, Sequential, ToolError, ToolNotFound, ToolResult
 from .._types import (
+    ZERO_USAGE,
     AssistantContent,
     AssistantMessage,
     Message,
@@ -171,6 +172,8 @@ class RunCounts:
     usage: Usage
     tokens_used: int
     started_at: float
+    requests: int = 0
+    usage_by_model: dict[str, Usage] = attrs.field(factory=dict)
 
 
 class _Checkpoint:
@@ -297,11 +300,13 @@ class LoopCore:
     __slots__ = (
         "_now",
         "_owed",
+        "_requests",
         "_started_at",
         "_tokens_used",
         "_turn_index",
         "_turns_done",
         "_unannounced",
+        "_usage_by_model",
         "config",
         "context",
         "context_window",
@@ -341,6 +346,8 @@ class LoopCore:
         self._now = now
         self.new_messages: list[Message] = []
         self.usage = Usage()
+        self._usage_by_model: dict[str, Usage] = {}
+        self._requests = 0
         self.turn: _Turn | None = None
         self.pending: list[UserMessage] = []  # polled, not yet in the history
         # Events describing history already changed (and after hooks owed with them).
@@ -436,6 +443,7 @@ class LoopCore:
             messages=tuple(self.new_messages),
             usage=self.usage,
             stop_reason=self.stop,
+            usage_by_model=dict(self._usage_by_model),
         )
 
     def turns(self) -> Phase:
@@ -468,7 +476,7 @@ class LoopCore:
                 assistant = yield from self._stream(turn)
                 if assistant.stop_reason in _FAILED_STOPS:
                     self._turns_done += 1
-                    self.usage += assistant.usage
+                    self._count_usage(assistant)
                     for state in turn.calls:
                         yield from self._skip(state, NOT_RUN_TEXT)
                     yield from self._append_results(turn.calls)
@@ -482,7 +490,7 @@ class LoopCore:
                     yield from self._end_turn(turn)
                     return
                 # The model call is paid for whatever happens to its tools (an abort, say).
-                self.usage += assistant.usage
+                self._count_usage(assistant)
                 self._tokens_used += assistant.usage.input + assistant.usage.output
                 if turn.calls:
                     yield from self._run_calls(turn)
@@ -503,6 +511,11 @@ class LoopCore:
             if not self.pending:
                 return
 
+    def _count_usage(self, assistant: AssistantMessage) -> None:
+        self.usage += assistant.usage
+        by_model = self._usage_by_model
+        by_model[assistant.model] = by_model.get(assistant.model, ZERO_USAGE) + assistant.usage
+
     def _limit(self) -> AgentStop | None:
         limits = self.config.limits
         if limits.max_turns is not None and self._turns_done >= limits.max_turns:
@@ -519,6 +532,9 @@ class LoopCore:
         if limits.max_cost is not None and self.usage.cost >= limits.max_cost:
             message = f"Max cost reached (${self.usage.cost:.4f}/${limits.max_cost:.4f})"
             return AgentStop(StopKind.MAX_COST, message)
+        if limits.max_requests is not None and self._requests >= limits.max_requests:
+            message = f"Max requests reached ({self._requests}/{limits.max_requests})"
+            return AgentStop(StopKind.MAX_REQUESTS, message)
         return None
 
     def _inject(self) -> Phase:
@@ -545,6 +561,7 @@ class LoopCore:
         )
         yield MessageStart(loop_id=self.loop_id, message=partial.message())
         turn.partial = partial
+        self._requests += 1
         final = yield AskModel(request)
         if isinstance(final, ModelFailed):
             final = partial.interrupted(StopReason.ERROR, final.message)
@@ -834,7 +851,13 @@ class LoopCore:
     def counts(self) -> RunCounts:
         """What the limits count so far, to carry into a continuation of this run."""
         return RunCounts(
-            self._turn_index, self._turns_done, self.usage, self._tokens_used, self._started_at
+            self._turn_index,
+            self._turns_done,
+            self.usage,
+            self._tokens_used,
+            self._started_at,
+            self._requests,
+            dict(self._usage_by_model),
         )
 
     def carry(self, counts: RunCounts) -> None:
@@ -844,6 +867,8 @@ class LoopCore:
         self.usage = counts.usage
         self._tokens_used = counts.tokens_used
         self._started_at = counts.started_at
+        self._requests = counts.requests
+        self._usage_by_model = dict(counts.usage_by_model)
 
     def interrupted(self, cancelled: bool, description: str) -> None:
         """The run stops where it is (the driver was cancelled, or ``description``

@@ -143,6 +143,11 @@ class AgentRun:
                         from_dict(carried["usage"], Usage),
                         int(carried["tokens_used"]),
                         float(carried["started_at"]),
+                        int(carried["requests"]),
+                        {
+                            model: from_dict(usage, Usage)
+                            for model, usage in carried["usage_by_model"].items()
+                        },
                     )
                 )
             try:
@@ -181,6 +186,10 @@ class AgentRun:
                 "usage": to_dict(counts.usage),
                 "tokens_used": counts.tokens_used,
                 "started_at": counts.started_at,
+                "requests": counts.requests,
+                "usage_by_model": {
+                    model: to_dict(usage) for model, usage in counts.usage_by_model.items()
+                },
             },
             "events_offset": self._offset + len(self._events),
             "steering": [message.text for message in self._steering],

@@ -80,7 +80,7 @@ def model_activity(
     request = ModelRequest(
         system_prompt=agent.system_prompt,
         messages=_history(key, base, messages),
-        tools=ToolRegistry(agent.tools).definitions,
+        tools=_definitions(agent),
         max_tokens=config.max_tokens,
         temperature=config.temperature,
         thinking=config.thinking_level,
@@ -143,6 +143,18 @@ def tool_activity(agent_name: str, call: dict[str, Any], loop_id: str) -> dict[s
     if outcome is None or activity.is_cancelled():
         raise CancelledError("the tool call was cancelled")
     return _answer(*outcome)
+
+
+_DEFINITIONS: dict[int, tuple[object, tuple[Any, ...]]] = {}
+
+
+def _definitions(agent: Any) -> tuple[Any, ...]:
+    """The agent's tool definitions, built once per tools tuple (agents live per worker)."""
+    tools = agent.tools
+    known = _DEFINITIONS.get(id(tools))
+    if known is None or known[0] is not tools:
+        known = _DEFINITIONS[id(tools)] = (tools, ToolRegistry(tools).definitions)
+    return known[1]
 
 
 def _trio_run(main: Callable[[], Awaitable[T]]) -> T:

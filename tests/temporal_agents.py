@@ -115,4 +115,28 @@ def holding() -> al.Agent:
     return al.Agent(ScriptedProvider([holding_step] * 1000), tools=[look, hold, note])
 
 
-AGENTS = {"notes": notes, "waiting": waiting, "holding": holding}
+def guarded() -> al.Agent:
+    return al.Agent(
+        ScriptedProvider([notes_step] * 1000),
+        tools=[note, look],
+        strategy=al.Sequential(),
+        permissions=al.Permissions(deny=["note"]),
+    )
+
+
+def hooked() -> al.Agent:
+    return al.Agent(
+        ScriptedProvider([notes_step] * 1000),
+        tools=[note, look],
+        before_turn=lambda messages, index: True,
+        permissions=al.Permissions(default="ask", approver=lambda request: True),
+    )
+
+
+AGENTS = {
+    "notes": notes,
+    "waiting": waiting,
+    "holding": holding,
+    "guarded": guarded,
+    "hooked": hooked,
+}

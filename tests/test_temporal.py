@@ -30,7 +30,8 @@ import agentloop as al
 from agentloop.session import NOT_RUN_AGAIN
 
 temporal = pytest.importorskip("agentloop.temporal")
-from temporalio.client import Client  # noqa: E402
+from temporalio.client import Client, WorkflowFailureError  # noqa: E402
+from temporalio.exceptions import ApplicationError  # noqa: E402
 
 TESTS = Path(__file__).parent
 BIN = Path(sys.executable).parent
@@ -208,54 +209,87 @@ def test_cancelling_a_run_aborts_it_and_cancels_the_tool_in_its_worker(
     assert lines(workers.directory / "looks.log") == []
 
 
-def test_steering_a_running_run(workers: Workers) -> None:
+STEERED = [
+    ("user", "Wait."),
+    ("assistant:tool_use", "Waiting.[wait#w1,look#l1]"),
+    ("result:ok", "w1=released"),
+    ("result:error", "l1=Skipped due to queued user message."),
+    ("user", "stop looking"),
+    ("assistant:stop", "Finished; the user said: stop looking"),
+]
+FOLLOWED = [
+    ("user", "Wait."),
+    ("assistant:tool_use", "Waiting.[wait#w1,look#l1]"),
+    ("result:ok", "w1=released"),
+    ("result:ok", "l1=looked"),
+    ("assistant:stop", "Finished; the user said: Wait."),
+    ("user", "and then?"),
+    ("assistant:stop", "Finished; the user said: and then?"),
+]
+
+
+@pytest.mark.parametrize(
+    ("send", "text", "history"),
+    [("steer", "stop looking", STEERED), ("follow_up", "and then?", FOLLOWED)],
+)
+def test_a_message_sent_while_a_tool_runs(
+    workers: Workers, send: str, text: str, history: list[tuple[str, str]]
+) -> None:
+    """A steering message skips the calls not yet run; a follow-up starts another turn
+    once the model is done: as Agent.steer and Agent.follow_up."""
     workers.start()
     started = workers.directory / "wait.started"
 
     async def main(client: Client) -> Any:
         handle = await temporal.start_run(
-            client, "waiting", "Wait.", id=f"steer-{uuid.uuid4()}", task_queue=workers.queue
+            client, "waiting", "Wait.", id=f"{send}-{uuid.uuid4()}", task_queue=workers.queue
         )
         await until(started.exists)
-        await temporal.steer(handle, "stop looking")
+        await getattr(temporal, send)(handle, text)
         (workers.directory / "release").write_text("")
         return await temporal.run_result(handle)
 
     result = run(main, workers.address)
-    assert texts(result.messages) == [
-        ("user", "Wait."),
-        ("assistant:tool_use", "Waiting.[wait#w1,look#l1]"),
-        ("result:ok", "w1=released"),
-        ("result:error", "l1=Skipped due to queued user message."),
-        ("user", "stop looking"),
-        ("assistant:stop", "Finished; the user said: stop looking"),
-    ]
+    assert texts(result.messages) == history
     assert result.stop.kind is al.StopKind.COMPLETED
 
 
-def test_a_follow_up_starts_another_turn_when_the_model_is_done(workers: Workers) -> None:
+def test_permission_rules_apply_in_a_workflow(workers: Workers) -> None:
     workers.start()
-    started = workers.directory / "wait.started"
 
     async def main(client: Client) -> Any:
         handle = await temporal.start_run(
-            client, "waiting", "Wait.", id=f"follow-{uuid.uuid4()}", task_queue=workers.queue
+            client, "guarded", "Take notes.", id=f"guard-{uuid.uuid4()}", task_queue=workers.queue
         )
-        await until(started.exists)
-        await temporal.follow_up(handle, "and then?")
-        (workers.directory / "release").write_text("")
         return await temporal.run_result(handle)
 
     result = run(main, workers.address)
-    assert texts(result.messages) == [
-        ("user", "Wait."),
-        ("assistant:tool_use", "Waiting.[wait#w1,look#l1]"),
-        ("result:ok", "w1=released"),
+    assert texts(result.messages)[2:4] == [
+        ("result:error", "n1=Permission denied: calling note is refused by the rule deny(note)"),
         ("result:ok", "l1=looked"),
-        ("assistant:stop", "Finished; the user said: Wait."),
-        ("user", "and then?"),
-        ("assistant:stop", "Finished; the user said: and then?"),
     ]
+    assert lines(workers.directory / "notes.log") == []
+
+
+def test_an_agent_with_hooks_is_refused_by_name(workers: Workers) -> None:
+    """Hooks and approvers would run inside the deterministic workflow: refused, not dropped."""
+    workers.start()
+
+    async def main(client: Client) -> Any:
+        handle = await temporal.start_run(
+            client, "hooked", "Go.", id=f"hooked-{uuid.uuid4()}", task_queue=workers.queue
+        )
+        with pytest.raises(WorkflowFailureError) as caught:
+            await temporal.run_result(handle)
+        return caught.value.cause
+
+    cause = run(main, workers.address)
+    assert isinstance(cause, ApplicationError)
+    assert cause.non_retryable
+    assert cause.message == (
+        "agent 'hooked' cannot run on Temporal: its before_turn, permissions.approver would "
+        "run inside the workflow, which must be deterministic; leave them out of its factory"
+    )
 
 
 def test_a_killed_worker_is_replaced_and_nothing_unsafe_runs_twice(workers: Workers) -> None:

@@ -220,7 +220,7 @@ class TrioDriver:
 
         While the channel has room the event is queued without a trip through
         trio's scheduler (a cancel point all the same, so an abort lands here as
-        in ``send``); :meth:`_flush` lets the consumer take what was queued
+        in ``send``); :meth:`flush` lets the consumer take what was queued
         before the loop does anything the consumer could see happen.
         """
         if self._journal is not None:

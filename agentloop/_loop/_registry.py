@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 import json
 import weakref
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import jsonschema
@@ -123,13 +123,6 @@ class Checker:
     def __init__(self, validator: Any, quick: Callable[[Any], bool] | None) -> None:
         self.validator = validator
         self.quick = quick
-
-    def iter_errors(self, instance: Any) -> Iterator[Any]:
-        """The validator's errors for ``instance`` (none if it is valid)."""
-        if self.quick is not None and self.quick(instance):
-            return iter(())
-        errors: Iterator[Any] = self.validator.iter_errors(instance)
-        return errors
 
 
 @functools.lru_cache(maxsize=1024)

@@ -16,7 +16,7 @@ from temporalio.worker import UnsandboxedWorkflowRunner, Worker
 
 from .._events import AgentEvent, AgentStop
 from .._types import Message, Usage
-from ..serialization import from_dict
+from ..serialization import from_dict, to_dict
 from ._activities import model_activity, tool_activity
 from ._agents import AgentFactory, register
 from ._workflow import AgentRun
@@ -96,8 +96,6 @@ async def start_run(
     holds ``continue_after`` events (default 10,000) or Temporal suggests it.
     The handle follows the run across those executions.
     """
-    from ..serialization import to_dict
-
     spec: dict[str, Any] = {
         "agent": agent,
         "prompts": list(prompts),

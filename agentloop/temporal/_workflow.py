@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from datetime import timedelta
 from typing import Any
 
+import attrs
 from temporalio import workflow
 from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError
@@ -21,7 +22,6 @@ from .._loop import (
     AskModel,
     CallHook,
     CallState,
-    Compact,
     LoopCore,
     ModelFailed,
     RunCalls,
@@ -52,6 +52,46 @@ def _cancelled(error: BaseException) -> bool:
     )
 
 
+#: What a workflow takes of the agent's config; every other setting runs user code
+#: (hooks, a journal) or I/O (compaction's summaries) and is refused.
+_TAKEN = frozenset(
+    {
+        "provider",  # never called here: each request is an activity
+        "strategy",
+        "tool_timeout",
+        "limits",
+        "max_tokens",
+        "temperature",
+        "thinking_level",
+        "permissions",  # its rules; an approver is refused
+        "get_steering_messages",  # replaced by the signals
+        "get_follow_up_messages",
+    }
+)
+
+
+def _workflow_config(name: str, config: AgentLoopConfig) -> AgentLoopConfig:
+    """``config`` if a workflow can run it; else a non-retryable error naming what cannot run.
+
+    A workflow must be deterministic: a hook, an approver or a journal would run
+    inside it on every replay, and compaction would ask the model outside an activity.
+    """
+    refused = [
+        field.name
+        for field in attrs.fields(AgentLoopConfig)
+        if field.name not in _TAKEN and getattr(config, field.name) is not None
+    ]
+    if config.permissions is not None and config.permissions.approver is not None:
+        refused.append("permissions.approver")
+    if refused:
+        raise ApplicationError(
+            f"agent {name!r} cannot run on Temporal: its {', '.join(refused)} would run "
+            "inside the workflow, which must be deterministic; leave them out of its factory",
+            non_retryable=True,
+        )
+    return config
+
+
 class _ContinueAsNew(Exception):
     """The history is long: go on in a new workflow execution (at a turn's end)."""
 
@@ -60,8 +100,11 @@ class _ContinueAsNew(Exception):
 class AgentRun:
     """One run of a named agent: ``run({"agent", "prompts", "history"})``.
 
-    Signals ``steer`` and ``follow_up`` (a text) queue messages with the
-    semantics of ``Agent.steer`` / ``Agent.follow_up``; the query ``events``
+    The agent's hooks, permission approver, journal and compaction would run
+    inside the workflow: an agent that sets any is refused (a non-retryable
+    error naming them); its permission rules apply. Signals ``steer`` and
+    ``follow_up`` (a text) queue messages with the semantics of ``Agent.steer``
+    / ``Agent.follow_up``; the query ``events``
     (a start index) returns the run's events from there, as JSON. Cancelling
     the workflow aborts the run: the running tool calls are cancelled in their
     workers, every started call gets exactly one result, and the run ends
@@ -112,15 +155,8 @@ class AgentRun:
         agent = factory(self._agent)
         history = [from_dict(message, Message) for message in spec.get("history", [])]
         context = AgentContext(agent.system_prompt, history, agent.tools)
-        base = agent.config
-        config = AgentLoopConfig(
-            provider=base.provider,  # never called here: each request is an activity
-            strategy=base.strategy,
-            tool_timeout=base.tool_timeout,
-            limits=base.limits,
-            max_tokens=base.max_tokens,
-            temperature=base.temperature,
-            thinking_level=base.thinking_level,
+        config = attrs.evolve(
+            _workflow_config(self._agent, agent.config),
             get_steering_messages=self._take_steering,
             get_follow_up_messages=self._take_follow_up,
         )
@@ -129,8 +165,9 @@ class AgentRun:
         carried = spec.get("carry")
         self._offset = int(spec.get("events_offset", 0))
         self._continue_after = int(spec.get("continue_after", CONTINUE_AFTER))
-        self._steering = [UserMessage.text(text) for text in spec.get("steering", [])]
-        self._follow_up = [UserMessage.text(text) for text in spec.get("follow_up", [])]
+        # Carried from an earlier execution: before any signal this one received already.
+        self._steering[:0] = [UserMessage.text(text) for text in spec.get("steering", [])]
+        self._follow_up[:0] = [UserMessage.text(text) for text in spec.get("follow_up", [])]
         first = int(spec["first"]) if carried is not None else len(history)
         aborted = False
         if await self._drive(core, core.start(prompts)):
@@ -229,11 +266,7 @@ class AgentRun:
                 outcome = await self._ask(action)
             elif isinstance(action, RunCalls):
                 await self._run_calls(core, action.calls)
-            elif isinstance(action, Compact):
-                raise ApplicationError(
-                    "compaction is not supported in a Temporal run yet", non_retryable=True
-                )
-            else:  # pragma: no cover
+            else:  # pragma: no cover - Compact is refused with the config
                 raise AssertionError(f"unknown action {action!r}")
 
     async def _ask(self, action: AskModel) -> AssistantMessage | ModelFailed:

@@ -210,6 +210,18 @@ def test_empty_schema_lists_convert_to_a_valid_schema(keyword: str) -> None:
     assert tool.parameters_schema["properties"]["q"] == {"type": "string"}
 
 
+def test_an_empty_tuple_form_items_list_is_no_constraint() -> None:
+    """OpenAPI 3.0's (invalid) ``items: [...]``: an empty list must not become an empty
+    ``prefixItems``, which JSON Schema forbids (found by the hypothesis test above)."""
+    schema = {"type": "array", "items": [], "maxItems": 3}
+    spec = document(
+        {"/p": {"get": {"parameters": [{"name": "q", "in": "query", "schema": schema}]}}}
+    )
+    (tool,) = OpenApiToolAdapter.from_spec(spec, CONFIG)
+    jsonschema.Draft202012Validator.check_schema(tool.parameters_schema)
+    assert tool.parameters_schema["properties"]["q"] == {"type": "array", "maxItems": 3}
+
+
 def test_invalid_schema_keywords_are_dropped() -> None:
     schema = {
         "type": 5,

@@ -142,6 +142,8 @@ class SchemaConverter:
             if key in _DROPPED or key.startswith("x-") or key in ("$schema", "$id", "$anchor"):
                 continue
             if key == "items" and isinstance(value, list):  # 3.0 tuple form (invalid, but seen)
+                if not value:  # prefixItems must not be empty; no items is no constraint
+                    continue
                 out["prefixItems"] = [
                     self._convert(v, base, request, stack, depth + 1) for v in value
                 ]

@@ -40,6 +40,7 @@ from ._events import CompactionStarted as CompactionStarted
 from ._events import MessageEnd as MessageEnd
 from ._events import MessageStart as MessageStart
 from ._events import MessageUpdate as MessageUpdate
+from ._events import OutputUpdate as OutputUpdate
 from ._events import ProgressMessage as ProgressMessage
 from ._events import PrunApplied as PrunApplied
 from ._events import PrunRecord as PrunRecord
@@ -59,6 +60,8 @@ from ._function_tool import tool as tool
 from ._loop import AgentLoopConfig as AgentLoopConfig
 from ._loop import ExecutionLimits as ExecutionLimits
 from ._loop import MessageSource as MessageSource
+from ._loop import Output as Output
+from ._loop import OutputError as OutputError
 from ._loop import agent_loop as agent_loop
 from ._loop import agent_loop_continue as agent_loop_continue
 from ._permissions import Approver as Approver
@@ -128,6 +131,9 @@ __all__ = [
     "MessageStart",
     "MessageUpdate",
     "MessageView",
+    "Output",
+    "OutputError",
+    "OutputUpdate",
     "Parallel",
     "PermissionRequest",
     "PermissionRule",

@@ -6,7 +6,7 @@ import enum
 import uuid
 from collections.abc import AsyncIterator, Iterable, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
-from typing import Unpack
+from typing import Any, Unpack
 
 import trio
 
@@ -22,8 +22,10 @@ from ._events import AgentEnd, AgentEvent
 from ._loop import (
     AgentLoopConfig,
     LoopSettings,
+    OutputError,
     ToolRegistry,
     TrioDriver,
+    check_output_name,
     configure,
     prun_queue_of,
     user_messages,
@@ -84,14 +86,16 @@ class Agent:
         agent_id: Names the agent in loop ids (``"<agent_id>.<run number>"``).
         settings: :class:`AgentLoopConfig` fields (``strategy``,
             ``tool_timeout``, ``limits``, ``max_tokens``, ``temperature``,
-            ``thinking_level``, ``permissions``, ``compaction`` and the hooks);
-            ``strategy=None`` and ``limits=None`` mean the defaults.
+            ``thinking_level``, ``permissions``, ``compaction``, ``output_type``
+            and the hooks); ``strategy=None`` and ``limits=None`` mean the
+            defaults. With ``output_type`` the run ends with a typed answer:
+            ``AgentEnd.output``, or :meth:`run_output`.
 
     Raises:
         ValueError, TypeError: a tool is invalid or two tools share a name,
             prun tools do not share one queue, a setting is unknown or
-            invalid, or compaction is set and the model's context window is
-            unknown.
+            invalid, compaction is set and the model's context window is
+            unknown, or a tool has the final-result tool's name.
     """
 
     def __init__(
@@ -115,7 +119,7 @@ class Agent:
             from .tools import prun_tools
 
             tools += tuple(prun_tools())
-        ToolRegistry(tools)  # fail now, not at the first prompt
+        registry = ToolRegistry(tools)  # fail now, not at the first prompt
         prun_queue_of(tools)
         self._context = AgentContext(
             system_prompt, messages, tools, token_estimator=token_estimator
@@ -129,6 +133,8 @@ class Agent:
         )
         if self.config.compaction is not None:  # fail now, not at the first prompt
             context_window_of(self.config.compaction, self.config.provider)
+        if self.config.output_type is not None:
+            check_output_name(registry, self.config.output_type)
         self.steering_mode = steering_mode
         self.follow_up_mode = follow_up_mode
         self.agent_id = agent_id or uuid.uuid4().hex[:12]
@@ -178,8 +184,10 @@ class Agent:
     def tools(self, value: Iterable[AgentTool]) -> None:
         self._check_idle("change the tools")
         tools = tuple(value)
-        ToolRegistry(tools)
+        registry = ToolRegistry(tools)
         prun_queue_of(tools)
+        if self.config.output_type is not None:
+            check_output_name(registry, self.config.output_type)
         self._context.tools = tools
 
     @property
@@ -358,6 +366,35 @@ class Agent:
                 if isinstance(event, AgentEnd):
                     new_messages = event.messages
         return new_messages
+
+    async def run_output(self, *messages: str | UserMessage) -> Any:
+        """Run to the end with ``messages`` and return the typed answer (``AgentEnd.output``).
+
+        For an agent with an ``output_type``::
+
+            agent = Agent(provider, output_type=City)
+            city = await agent.run_output("The largest city in Peru?")
+
+        Raises:
+            OutputError: the run ended without a valid answer; its ``stop``
+                says why (``StopKind.OUTPUT_FAILED`` when the answers did not
+                match within the retries, or a limit, an error, an abort).
+            ValueError: the agent has no ``output_type``.
+
+        Otherwise raises and cancels as :meth:`prompt` does.
+        """
+        require_trio("Agent.run_output()")
+        if self.config.output_type is None:
+            raise ValueError("run_output() needs an agent with an output_type")
+        end: AgentEnd | None = None
+        async with self.prompt(*messages) as events:
+            async for event in events:
+                if isinstance(event, AgentEnd):
+                    end = event
+        assert end is not None
+        if end.output is None and not end.stop_reason.completed:
+            raise OutputError(end.stop_reason)
+        return end.output
 
     def abort(self) -> None:
         """Stop the current run as soon as possible; a no-op without a run.

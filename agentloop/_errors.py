@@ -25,6 +25,7 @@ class AgentloopError(Exception):
         │   ├── BadRequestError       400, 404, 422...
         │   │   └── ContextOverflowError    the request is longer than the model's window
         │   └── FallbackError         every model of a FallbackProvider failed
+        ├── OutputError               a run ended without its structured output
         ├── ScriptExhausted           a ScriptedProvider ran out of turns
         ├── McpConnectionError        an MCP server cannot be reached (also a ConnectionError)
         ├── OpenApiError              an OpenAPI document cannot be used (also a ValueError)

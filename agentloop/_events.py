@@ -32,6 +32,7 @@ __all__ = [
     "MessageEnd",
     "MessageStart",
     "MessageUpdate",
+    "OutputUpdate",
     "ProgressMessage",
     "PrunApplied",
     "PrunRecord",
@@ -130,6 +131,7 @@ class StopKind(enum.Enum):
     MAX_COST = "max_cost"  #: ``ExecutionLimits.max_cost``
     MAX_REQUESTS = "max_requests"  #: ``ExecutionLimits.max_requests``
     VETOED = "vetoed"  #: ``before_loop`` or ``before_turn`` returned False
+    OUTPUT_FAILED = "output_failed"  #: no valid structured output within ``Output.retries``
 
 
 @attrs.frozen(kw_only=True)
@@ -159,6 +161,9 @@ class AgentEnd(AgentEvent):
     by the model that answered (``AssistantMessage.model``: several with a
     ``FallbackProvider``); ``stop_reason`` says why it ended (a limit, an
     abort, an error...), so code need not read it off the history's text.
+    ``output`` is the typed final answer of an agent with an ``output_type``
+    (see :class:`~agentloop.Output`), set only when the run completed; else
+    ``None``.
     """
 
     messages: tuple[Message, ...]
@@ -166,6 +171,21 @@ class AgentEnd(AgentEvent):
     timestamp: int = attrs.field(factory=now_ms)
     stop_reason: AgentStop = attrs.field(factory=lambda: AgentStop(StopKind.COMPLETED))
     usage_by_model: dict[str, Usage] = attrs.field(factory=dict)
+    output: Any = None
+
+
+@attrs.frozen(kw_only=True)
+class OutputUpdate(AgentEvent):
+    """The structured answer so far, as the model streams it (agents with an ``output_type``).
+
+    ``partial`` is the JSON read so far with its open brackets closed and a
+    string value cut where the stream is: ``{"name": "Li"}`` on the way to
+    ``{"name": "Lima", "population": 10000000}``. It is plain JSON data, not
+    yet checked; the checked, typed value is ``AgentEnd.output``. Sent after
+    the ``MessageUpdate`` whose piece changed it.
+    """
+
+    partial: Any
 
 
 @attrs.frozen(kw_only=True)

@@ -186,7 +186,8 @@ def tool(
     ['path']
 
     Supported types: ``str``, ``int``, ``float``, ``bool``, ``None``, ``Any``,
-    ``Literal``, ``Enum`` subclasses, ``TypedDict``, ``list``, ``Sequence``,
+    ``Literal``, ``Enum`` subclasses, ``TypedDict``, attrs classes and
+    dataclasses (built from their ``__init__`` fields), ``list``, ``Sequence``,
     ``tuple``, ``set``, ``frozenset``, ``dict`` and ``Mapping`` with ``str``
     keys, unions and ``Annotated``. What the function returns becomes the
     result as described in :meth:`FunctionTool.execute`.
@@ -294,7 +295,7 @@ def _make_tool(
             inner = "" if error.type is hint else f" (in {type_name(hint)})"
             reason = error.reason or (
                 "; use str, int, float, bool, None, Any, Literal, an Enum, a TypedDict, "
-                "or a list, tuple, set, dict or union of these"
+                "an attrs class, a dataclass, or a list, tuple, set, dict or union of these"
             )
             raise TypeError(
                 f"@tool: parameter {parameter.name!r} of {where} has unsupported type "

@@ -6,13 +6,16 @@ function's signature.
 
 from __future__ import annotations
 
+import dataclasses
 import enum
+import inspect
 import math
 import types
 import typing
 from collections.abc import Callable, Mapping, Sequence
 from typing import Annotated, Any, Literal, TypeAlias
 
+import attrs
 import jsonschema
 
 __all__ = [
@@ -144,6 +147,8 @@ def compile_type(tp: Any, seen: tuple[type, ...]) -> tuple[dict[str, Any], Conve
         return _union(args, seen)
     if isinstance(tp, type) and issubclass(tp, dict) and hasattr(tp, "__required_keys__"):
         return _typed_dict(tp, seen)
+    if isinstance(tp, type) and (attrs.has(tp) or dataclasses.is_dataclass(tp)):
+        return _record(tp, seen)
     if tp in _BARE_ARRAYS:
         return {"type": "array"}, _BARE_ARRAYS[tp]
     if tp in _BARE_OBJECTS:
@@ -241,6 +246,73 @@ def _typed_dict(tp: type, seen: tuple[type, ...]) -> tuple[dict[str, Any], Conve
         }
 
     return schema, convert_dict
+
+
+def _record(tp: type, seen: tuple[type, ...]) -> tuple[dict[str, Any], Convert | None]:
+    """An attrs class or a dataclass: an object of its init fields; built by calling it."""
+    if tp in seen:
+        raise Unsupported(tp, ": recursive types are not supported")
+    try:
+        hints = typing.get_type_hints(tp, include_extras=True)
+    except Exception as error:
+        raise Unsupported(tp, f": cannot resolve its type hints: {error}") from error
+    # (name in JSON, keyword of __init__, has a default)
+    fields: list[tuple[str, str, bool]] = []
+    if attrs.has(tp):
+        for field in attrs.fields(tp):
+            if field.init:
+                fields.append(
+                    (field.name, field.alias or field.name, field.default is not attrs.NOTHING)
+                )
+    else:
+        for item in dataclasses.fields(tp):
+            if item.init:
+                has_default = (
+                    item.default is not dataclasses.MISSING
+                    or item.default_factory is not dataclasses.MISSING
+                )
+                fields.append((item.name, item.name, has_default))
+    properties: dict[str, Any] = {}
+    converters: dict[str, Convert] = {}
+    keywords: dict[str, str] = {}
+    required: list[str] = []
+    for name, keyword, has_default in fields:
+        if name not in hints:
+            raise Unsupported(tp, f": field {name!r} has no type annotation")
+        properties[name], convert = compile_type(hints[name], (*seen, tp))
+        if convert is not None:
+            converters[name] = convert
+        keywords[name] = keyword
+        if not has_default:
+            required.append(name)
+    schema: dict[str, Any] = {"type": "object"}
+    doc = _own_doc(tp)
+    if doc:
+        schema["description"] = doc
+    schema["properties"] = properties
+    if required:
+        schema["required"] = required
+    schema["additionalProperties"] = False
+
+    def build(value: dict[str, Any]) -> Any:
+        return tp(
+            **{
+                keywords[key]: item if key not in converters else converters[key](item)
+                for key, item in value.items()
+            }
+        )
+
+    return schema, build
+
+
+def _own_doc(tp: type) -> str:
+    """The class's own docstring, first paragraph; not the one attrs or dataclasses make up."""
+    doc = tp.__dict__.get("__doc__")
+    if not isinstance(doc, str) or (
+        dataclasses.is_dataclass(tp) and doc.startswith(tp.__name__ + "(")
+    ):
+        return ""
+    return inspect.cleandoc(doc).split("\n\n")[0].replace("\n", " ").strip()
 
 
 def _tuple(args: tuple[Any, ...], seen: tuple[type, ...]) -> tuple[dict[str, Any], Convert | None]:

@@ -6,10 +6,18 @@ import hashlib
 import re
 from collections.abc import Container
 
-__all__ = ["MAX_TOOL_NAME", "model_tool_name", "unique_name"]
+__all__ = ["MAX_TOOL_NAME", "check_tool_name", "model_tool_name", "unique_name"]
 
 MAX_TOOL_NAME = 64
 _INVALID = re.compile(r"[^a-zA-Z0-9_-]")
+
+
+def check_tool_name(name: object, what: str = "Output name") -> None:
+    """Raise ``ValueError`` unless ``name`` is a tool name model APIs accept."""
+    if not isinstance(name, str) or not 1 <= len(name) <= MAX_TOOL_NAME or _INVALID.search(name):
+        raise ValueError(
+            f"{what} must be 1-64 characters from a-z, A-Z, 0-9, '_' and '-', got {name!r}"
+        )
 
 
 def model_tool_name(prefix: str | None, raw: str) -> str:

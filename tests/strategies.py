@@ -234,6 +234,7 @@ agent_events: dict[type[al.AgentEvent], SearchStrategy[Any]] = {
         usage=usages(),
         timestamp=timestamps,
         stop_reason=agent_stops,
+        output=st.none() | json_objects(),
     ),
     al.TurnStart: st.builds(al.TurnStart, **_loop, turn_index=counts, timestamp=timestamps),
     al.TurnEnd: st.builds(
@@ -250,6 +251,7 @@ agent_events: dict[type[al.AgentEvent], SearchStrategy[Any]] = {
         al.MessageUpdate, **_loop, message=assistant_messages(), delta=stream_deltas()
     ),
     al.MessageEnd: st.builds(al.MessageEnd, **_loop, message=messages()),
+    al.OutputUpdate: st.builds(al.OutputUpdate, **_loop, partial=st.none() | json_objects()),
     al.ToolExecutionStart: st.builds(
         al.ToolExecutionStart, **_loop, tool_call_id=ids, tool_name=ids, args=json_objects()
     ),

@@ -14,6 +14,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+import attrs
 import trio
 
 import agentloop as al
@@ -133,7 +134,26 @@ def hooked() -> al.Agent:
     )
 
 
+@attrs.frozen
+class Verdict:
+    """What the notes say."""
+
+    summary: str
+    count: int
+
+
+def typed_step(request: ModelRequest) -> Any:
+    if _results(request) == 0:
+        return reply(call("final_result", {"summary": "two notes", "count": "two"}, id="f1"))
+    return reply(call("final_result", {"summary": "two notes", "count": 2}, id="f2"))
+
+
+def typed() -> al.Agent:
+    return al.Agent(ScriptedProvider([typed_step] * 1000), output_type=Verdict)
+
+
 AGENTS = {
+    "typed": typed,
     "notes": notes,
     "waiting": waiting,
     "holding": holding,

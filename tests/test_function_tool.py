@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import doctest
 import enum
 import re
@@ -1148,7 +1149,7 @@ def test_positional_only_is_rejected() -> None:
 
 UNSUPPORTED_HINT = (
     "; use str, int, float, bool, None, Any, Literal, an Enum, a TypedDict, "
-    "or a list, tuple, set, dict or union of these"
+    "an attrs class, a dataclass, or a list, tuple, set, dict or union of these"
 )
 
 
@@ -1334,3 +1335,50 @@ async def test_agent_reports_an_exception_from_the_function() -> None:
 def test_module_exports() -> None:
     """The module exports exactly ``tool`` and ``FunctionTool``."""
     assert agentloop._function_tool.__all__ == ["FunctionTool", "tool"]
+
+
+# --------------------------------------------------------------------------- records
+
+
+@attrs.frozen
+class Address:
+    """Where to send it."""
+
+    street: str
+    number: int = 1
+
+
+@dataclasses.dataclass
+class Size:
+    width: int
+    height: int = 0
+
+
+async def test_attrs_and_dataclass_parameters_are_built() -> None:
+    """attrs classes and dataclasses are objects of their init fields, built for the call."""
+    seen: list[object] = []
+
+    @tool
+    async def ship(to: Address, box: Size) -> str:
+        """Ship a box."""
+        seen.extend([to, box])
+        return "ok"
+
+    assert ship.parameters_schema["properties"] == {
+        "to": {
+            "type": "object",
+            "description": "Where to send it.",
+            "properties": {"street": {"type": "string"}, "number": {"type": "integer"}},
+            "required": ["street"],
+            "additionalProperties": False,
+        },
+        "box": {
+            "type": "object",
+            "properties": {"width": {"type": "integer"}, "height": {"type": "integer"}},
+            "required": ["width"],
+            "additionalProperties": False,
+        },
+    }
+    result = await ship.execute({"to": {"street": "Main"}, "box": {"width": 2}}, make_ctx())
+    assert result.text_content == "ok"
+    assert seen == [Address("Main"), Size(2)]

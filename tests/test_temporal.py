@@ -25,6 +25,7 @@ from typing import Any
 import pytest
 import trio
 from helpers import texts
+from temporal_agents import Verdict
 
 import agentloop as al
 from agentloop.session import NOT_RUN_AGAIN
@@ -134,9 +135,12 @@ def workers(server: str, tmp_path: Path) -> Iterator[Workers]:
         pool.stop()
 
 
-def run(main: Callable[[Client], Any], address: str) -> Any:
+def run(main: Callable[[Client], Any], address: str, limit: float = 120) -> Any:
+    """Run ``main`` with a client; a run that never ends (a workflow task failing over
+    and over, say) fails the test after ``limit`` seconds instead of hanging it."""
+
     async def go() -> Any:
-        return await main(await Client.connect(address))
+        return await asyncio.wait_for(main(await Client.connect(address)), limit)
 
     return asyncio.run(go())
 
@@ -269,6 +273,31 @@ def test_permission_rules_apply_in_a_workflow(workers: Workers) -> None:
         ("result:ok", "l1=looked"),
     ]
     assert lines(workers.directory / "notes.log") == []
+
+
+def test_structured_output_in_a_workflow(workers: Workers) -> None:
+    """The final-result tool, the retry and the typed answer: the core's rules, on Temporal."""
+    workers.start()
+
+    async def main(client: Client) -> Any:
+        handle = await temporal.start_run(
+            client, "typed", "Sum up.", id=f"typed-{uuid.uuid4()}", task_queue=workers.queue
+        )
+        return await temporal.run_result(handle), await temporal.run_result(handle, Verdict)
+
+    raw, typed = run(main, workers.address)
+    assert texts(raw.messages)[2:] == [
+        (
+            "result:error",
+            "f1=Invalid output: $.count: 'two' is not of type 'integer'. "
+            "Call final_result again with the corrected answer.",
+        ),
+        ("assistant:tool_use", "[final_result#f2]"),
+        ("result:ok", "f2=Final result accepted."),
+    ]
+    assert raw.output == {"summary": "two notes", "count": 2}
+    assert typed.output == Verdict("two notes", 2)
+    assert typed.stop == al.AgentStop(al.StopKind.COMPLETED, "")
 
 
 def test_an_agent_with_hooks_is_refused_by_name(workers: Workers) -> None:

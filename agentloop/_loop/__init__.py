@@ -26,12 +26,16 @@ from ._core import LoopCore as LoopCore
 from ._core import ModelFailed as ModelFailed
 from ._core import RunCalls as RunCalls
 from ._core import RunCounts as RunCounts
+from ._core import check_output_name as check_output_name
 from ._core import prun_queue_of as prun_queue_of
 from ._core import user_messages as user_messages
 from ._driver import TrioDriver as TrioDriver
 from ._driver import agent_loop as agent_loop
 from ._driver import agent_loop_continue as agent_loop_continue
 from ._driver import run_tool_call as run_tool_call
+from ._output import Output as Output
+from ._output import OutputError as OutputError
+from ._output import as_output as as_output
 from ._registry import ToolEntry as ToolEntry
 from ._registry import ToolRegistry as ToolRegistry
 
@@ -42,6 +46,10 @@ __all__ = [
     "CallState",
     "Compact",
     "ModelFailed",
+    "Output",
+    "OutputError",
+    "as_output",
+    "check_output_name",
     "RunCalls",
     "RunCounts",
     "ToolEntry",

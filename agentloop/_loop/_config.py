@@ -14,6 +14,7 @@ from .._permissions import Permissions
 from .._tool import ExecutionStrategy, Parallel
 from .._types import Message, Usage, UserMessage
 from ..providers import Provider, ThinkingLevel
+from ._output import Output, as_output
 
 __all__ = [
     "LoopSettings",
@@ -139,6 +140,10 @@ class AgentLoopConfig:
             ``ToolExecutionEnd`` as soon as it ends. ``SessionRecorder.record``
             is one: the session file then survives a crash of the process.
             An exception it raises ends the run.
+        output_type: The typed final answer the run must end with: a type
+            (an attrs class, a dataclass, a ``TypedDict``...), a JSON Schema
+            dict, or an :class:`~agentloop.Output` for the mode and retries.
+            Stored as an ``Output``; ``None``: the answer is the model's text.
     """
 
     provider: Provider
@@ -164,6 +169,7 @@ class AgentLoopConfig:
     before_compaction_start: BeforeCompactionHook | None = None
     after_compaction_end: AfterCompactionHook | None = None
     journal: Journal | None = None
+    output_type: Output[Any] | None = attrs.field(default=None, converter=as_output)
 
 
 class LoopSettings(TypedDict, total=False):
@@ -190,6 +196,7 @@ class LoopSettings(TypedDict, total=False):
     before_compaction_start: BeforeCompactionHook | None
     after_compaction_end: AfterCompactionHook | None
     journal: Journal | None
+    output_type: Any
 
 
 _SETTINGS = frozenset(LoopSettings.__annotations__)

@@ -55,10 +55,12 @@ from .._events import (
     MessageEnd,
     MessageStart,
     MessageUpdate,
+    OutputUpdate,
     ProgressMessage,
     PrunApplied,
     StopKind,
     StreamDelta,
+    StreamRestart,
     TextDelta,
     ToolCallDelta,
     ToolExecutionEnd,
@@ -83,6 +85,7 @@ from .._types import (
 )
 from ..providers import ModelRequest
 from ._config import AgentLoopConfig
+from ._output import Output, PartialJSON
 from ._registry import ToolEntry, ToolRegistry, check_arguments, tool_traits
 from ._stream import PartialMessage
 
@@ -91,6 +94,8 @@ __all__ = [
     "CHECKPOINT",
     "ENDED_TEXT",
     "NOT_RUN_TEXT",
+    "OUTPUT_ACCEPTED_TEXT",
+    "OUTPUT_GIVEN_TEXT",
     "SKIPPED_TEXT",
     "VETOED_TEXT",
     "Action",
@@ -102,6 +107,7 @@ __all__ = [
     "ModelFailed",
     "Phase",
     "RunCalls",
+    "check_output_name",
     "copy_arguments",
     "prun_queue_of",
     "user_messages",
@@ -112,9 +118,21 @@ VETOED_TEXT: Final = "Tool execution skipped by before_tool_execution hook."
 ABORTED_TEXT: Final = "Cancelled: the run was aborted."
 ENDED_TEXT: Final = "Cancelled: the run ended before this tool call finished."
 NOT_RUN_TEXT: Final = "Not executed: the model's reply ended with an error."
+OUTPUT_ACCEPTED_TEXT: Final = "Final result accepted."
+OUTPUT_GIVEN_TEXT: Final = "Not executed: the final result was given in the same reply."
 
 _FAILED_STOPS = (StopReason.ERROR, StopReason.ABORTED)
 _COMPLETED = AgentStop(StopKind.COMPLETED)
+_NO_OUTPUT: Final = object()
+
+
+def check_output_name(registry: ToolRegistry, output: Output[Any]) -> None:
+    """Raise ValueError if a tool has the final-result tool's name."""
+    if output.mode == "tool" and registry.get(output.name) is not None:
+        raise ValueError(
+            f"a tool is named {output.name!r}, the name of the final-result tool; "
+            "give the tool another name or the output another: Output(..., name=...)"
+        )
 
 
 # --------------------------------------------------------------------------- actions
@@ -299,6 +317,9 @@ class LoopCore:
 
     __slots__ = (
         "_now",
+        "_output_errors",
+        "_output_failures",
+        "_output_reader",
         "_owed",
         "_requests",
         "_started_at",
@@ -310,15 +331,20 @@ class LoopCore:
         "config",
         "context",
         "context_window",
+        "end_output",
         "ending",
         "loop_id",
         "measured",
         "new_messages",
+        "output",
+        "output_update",
+        "output_value",
         "parent_loop_id",
         "pending",
         "prun_queue",
         "registry",
         "stop",
+        "tool_definitions",
         "turn",
         "usage",
     )
@@ -336,6 +362,17 @@ class LoopCore:
         self.config = config
         self.registry = ToolRegistry(context.tools)
         self.prun_queue = prun_queue_of(context.tools)
+        self.output: Output[Any] | None = config.output_type
+        self.tool_definitions = self.registry.definitions
+        if self.output is not None:
+            check_output_name(self.registry, self.output)
+            self.tool_definitions = self.output.request_tools(self.tool_definitions)
+        self.output_value: Any = _NO_OUTPUT  # the accepted answer
+        self.end_output: Any = None  # AgentEnd.output
+        self.output_update: OutputUpdate | None = None  # for the driver, after a delta
+        self._output_failures = 0
+        self._output_errors: dict[str, str] = {}  # final-result call id -> what is wrong
+        self._output_reader: tuple[str, PartialJSON] | None = None  # (call id or "", reader)
         self.context_window = (
             0
             if config.compaction is None
@@ -438,12 +475,18 @@ class LoopCore:
         # Set first: a consumer may see AgentEnd and leave before it is delivered, and the
         # run is over by then; only after_loop is left, and it must not be cancelled.
         self.ending = True
+        self.end_output = (
+            None
+            if self.output_value is _NO_OUTPUT or self.stop.kind is not StopKind.COMPLETED
+            else self.output_value
+        )
         yield AgentEnd(
             loop_id=self.loop_id,
             messages=tuple(self.new_messages),
             usage=self.usage,
             stop_reason=self.stop,
             usage_by_model=dict(self._usage_by_model),
+            output=self.end_output,
         )
 
     def turns(self) -> Phase:
@@ -492,11 +535,22 @@ class LoopCore:
                 # The model call is paid for whatever happens to its tools (an abort, say).
                 self._count_usage(assistant)
                 self._tokens_used += assistant.usage.input + assistant.usage.output
+                output = self.output
+                answered = False
                 if turn.calls:
-                    yield from self._run_calls(turn)
-                    yield from self._settle_owed(*self._apply_pruns(turn))
+                    if output is not None and output.mode == "tool":
+                        answered = yield from self._final_result(turn, output)
+                    if not answered:
+                        yield from self._run_calls(turn)
+                        yield from self._settle_owed(*self._apply_pruns(turn))
                 self._turns_done += 1
                 yield from self._end_turn(turn)
+                if answered:
+                    return
+                if self._output_errors:
+                    self._output_errors.clear()
+                    if self._output_failed(output):
+                        return
                 if self.pending:
                     continue
                 yield from self._poll_steering()
@@ -506,7 +560,12 @@ class LoopCore:
                     and not self.pending
                     and assistant.stop_reason is not StopReason.PAUSED
                 ):
-                    break
+                    if output is None:
+                        break
+                    retry = self._text_answer(assistant, output)
+                    if retry is None:
+                        return
+                    self.pending.append(retry)
             yield from self._poll(config.get_follow_up_messages)
             if not self.pending:
                 return
@@ -554,13 +613,15 @@ class LoopCore:
         request = ModelRequest(
             system_prompt=self.context.system_prompt,
             messages=self.context.working_context(),
-            tools=self.registry.definitions,
+            tools=self.tool_definitions,
             max_tokens=config.max_tokens,
             temperature=config.temperature,
             thinking=config.thinking_level,
+            output=None if self.output is None else self.output.request_format,
         )
         yield MessageStart(loop_id=self.loop_id, message=partial.message())
         turn.partial = partial
+        self._output_reader = None
         self._requests += 1
         final = yield AskModel(request)
         if isinstance(final, ModelFailed):
@@ -603,7 +664,100 @@ class LoopCore:
         else:
             delta = scrub_delta(delta)
         partial.apply(delta)
+        if self.output is not None:
+            self._read_output(delta, self.output)
         return MessageUpdate(loop_id=self.loop_id, message=partial.snapshot(), delta=delta)
+
+    # ----------------------------------------------------------------- structured output
+
+    def _final_result(self, turn: _Turn, output: Output[Any]) -> Phase:
+        """Check the reply's final-result calls. Returns True if one was accepted: it
+        is answered, the reply's other calls are answered without running, the run ends."""
+        errors = self._output_errors
+        for state in turn.calls:
+            if state.call.name != output.name:
+                continue
+            value, error = output.check(state.call)
+            if error is None:
+                self.output_value = value
+                for other in turn.calls:
+                    if other is state:
+                        yield from self._start(state)
+                        yield from self.call_ended(
+                            state, ToolResult.text(OUTPUT_ACCEPTED_TEXT), False
+                        )
+                    else:
+                        yield from self._skip(other, OUTPUT_GIVEN_TEXT)
+                yield from self._append_results(turn.calls)
+                return True
+            errors[state.call.id] = error
+        if errors:
+            self._output_failures += 1
+        return False
+
+    def _output_failed(self, output: Output[Any] | None, error: str | None = None) -> bool:
+        """After a failed answer: end the run if the retries are spent."""
+        assert output is not None
+        if self._output_failures <= output.retries:
+            return False
+        if error is None:
+            error = "the final result did not match its schema"
+        attempts = self._output_failures
+        self.stop = AgentStop(
+            StopKind.OUTPUT_FAILED,
+            f"No valid output after {attempts} attempt{'s' if attempts != 1 else ''}: {error}",
+            error=error,
+        )
+        return True
+
+    def _text_answer(self, assistant: AssistantMessage, output: Output[Any]) -> UserMessage | None:
+        """The model answered in text. Native mode: accept it if it parses. Otherwise
+        the message asking again, or None when the run ends (answered, or out of retries)."""
+        if output.mode == "native":
+            value, error = output.parse(assistant.text)
+            if error is None:
+                self.output_value = value
+                return None
+            retry = (
+                f"Your answer is not valid: {error}. Reply again with only the JSON answer, "
+                "matching the schema."
+            )
+        else:
+            error = f"the model answered in text without calling {output.name}"
+            retry = f"Give your final answer by calling the {output.name} tool."
+        self._output_failures += 1
+        if self._output_failed(output, error):
+            return None
+        return UserMessage.text(retry)
+
+    def _read_output(self, delta: StreamDelta, output: Output[Any]) -> None:
+        """Feed a streamed piece of the answer to the partial reader; set output_update."""
+        reader = self._output_reader
+        if type(delta) is StreamRestart:
+            self._output_reader = None
+            return
+        if output.mode == "tool":
+            if type(delta) is not ToolCallDelta:
+                return
+            assert isinstance(delta, ToolCallDelta)
+            if delta.name != output.name:
+                return
+            key = delta.tool_call_id
+        else:
+            if type(delta) is not TextDelta:
+                return
+            key = ""
+        if reader is None:
+            reader = self._output_reader = (key, PartialJSON())
+        elif reader[0] != key:
+            return  # a second final-result call: the first one streams
+        assert isinstance(delta, TextDelta | ToolCallDelta)
+        partial = reader[1]
+        before = partial.value() if partial.text() else _NO_OUTPUT
+        partial.feed(delta.delta)
+        value = partial.value()
+        if value is not None and value != before:
+            self.output_update = OutputUpdate(loop_id=self.loop_id, partial=output.partial(value))
 
     # ----------------------------------------------------------------- tool calls
 
@@ -645,6 +799,15 @@ class LoopCore:
         """Steps up to ToolExecutionStart. Returns the entry to run, or None."""
         call = state.call
         entry = self.registry.get(call.name)
+        if entry is None and call.id in self._output_errors:
+            assert self.output is not None
+            yield from self._start(state)
+            text = (
+                f"Invalid output: {self._output_errors[call.id]}. "
+                f"Call {self.output.name} again with the corrected answer."
+            )
+            yield from self.call_ended(state, ToolResult.text(text), True)
+            return None
         turn = self.turn
         cut_off = (
             turn is not None
@@ -786,7 +949,7 @@ class LoopCore:
         """Estimated tokens of the request besides its messages: system prompt and tools."""
         definitions = [
             {"name": d.name, "description": d.description, "parameters": d.parameters}
-            for d in self.registry.definitions
+            for d in self.tool_definitions
         ]
         text = self.context.system_prompt + json.dumps(definitions, ensure_ascii=False)
         return self.context.token_estimator(UserMessage.text(text))

@@ -268,7 +268,11 @@ class TrioDriver:
 
     async def _on_delta(self, delta: StreamDelta) -> None:
         """Send the update for a streamed piece."""
-        await self.emit(self.core.delta(delta))
+        core = self.core
+        await self.emit(core.delta(delta))
+        if core.output_update is not None:
+            update, core.output_update = core.output_update, None
+            await self.emit(update)
 
     async def _perform(self, action: object) -> Any:
         if action is CHECKPOINT:

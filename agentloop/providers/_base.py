@@ -16,6 +16,7 @@ from ._model import ThinkingLevel
 __all__ = [
     "Emit",
     "ModelRequest",
+    "OutputFormat",
     "Provider",
     "ProviderError",
     "ToolDefinition",
@@ -32,13 +33,29 @@ class ToolDefinition:
     parameters: Mapping[str, Any]
 
 
+@attrs.frozen
+class OutputFormat:
+    """A JSON-schema answer format (structured output, native mode).
+
+    The model's reply text must be JSON matching ``schema`` (always an object).
+    ``strict`` says the schema meets OpenAI's strict rules (every object closed,
+    every property required), so the provider may ask for strict decoding.
+    """
+
+    name: str
+    schema: Mapping[str, Any]
+    strict: bool = False
+
+
 @attrs.frozen(kw_only=True)
 class ModelRequest:
     """Everything one model call is given.
 
     ``messages`` is a read-only snapshot of the history; it does not change
     after the call, so providers and test doubles may keep it. ``max_tokens``
-    of None means the model's default; ``thinking`` is how much to reason.
+    of None means the model's default; ``thinking`` is how much to reason;
+    ``output``, when set, asks for a JSON answer in that format (providers
+    without a JSON-schema mode ignore it; the loop checks the answer anyway).
     """
 
     system_prompt: str
@@ -47,6 +64,7 @@ class ModelRequest:
     max_tokens: int | None = None
     temperature: float | None = None
     thinking: ThinkingLevel = ThinkingLevel.OFF
+    output: OutputFormat | None = None
 
 
 Emit: TypeAlias = Callable[[StreamDelta], Awaitable[None]]

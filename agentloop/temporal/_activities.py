@@ -77,13 +77,16 @@ def model_activity(
     """
     agent = factory(agent_name)
     config = agent.config
+    output = config.output_type
+    tools = _definitions(agent)
     request = ModelRequest(
         system_prompt=agent.system_prompt,
         messages=_history(key, base, messages),
-        tools=_definitions(agent),
+        tools=tools if output is None else output.request_tools(tools),
         max_tokens=config.max_tokens,
         temperature=config.temperature,
         thinking=config.thinking_level,
+        output=None if output is None else output.request_format,
     )
 
     async def ignore(delta: StreamDelta) -> None:

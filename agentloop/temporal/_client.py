@@ -15,6 +15,7 @@ from temporalio.client import Client, WorkflowHandle
 from temporalio.worker import UnsandboxedWorkflowRunner, Worker
 
 from .._events import AgentEvent, AgentStop
+from .._loop import as_output
 from .._types import Message, Usage
 from ..serialization import from_dict, to_dict
 from ._activities import model_activity, tool_activity
@@ -38,11 +39,16 @@ T = TypeVar("T")
 
 @attrs.frozen
 class RunResult:
-    """How a Temporal run ended: the messages it added, why it stopped, its usage."""
+    """How a Temporal run ended: the messages it added, why it stopped, its usage.
+
+    ``output`` is the structured answer of an agent with an ``output_type``:
+    built as that type when ``run_result`` is given it, else its JSON data.
+    """
 
     messages: tuple[Message, ...]
     stop: AgentStop
     usage: Usage
+    output: Any = None
 
 
 def make_worker(
@@ -107,16 +113,26 @@ async def start_run(
     return client.get_workflow_handle(id)  # the latest execution, whichever it is
 
 
-async def run_result(handle: WorkflowHandle[Any, Any]) -> RunResult:
-    """Wait for the run to end; what it added, why it stopped, its usage.
+async def run_result(handle: WorkflowHandle[Any, Any], output_type: Any = None) -> RunResult:
+    """Wait for the run to end; what it added, why it stopped, its usage, its output.
 
+    With ``output_type`` (the agent's, or an :class:`~agentloop.Output`), the
+    structured answer is built as that type; without, it is its JSON data.
     A cancelled run ends normally (stop reason ``aborted``), so this returns.
+
+    Raises:
+        ValueError: ``output_type`` is given and the answer does not match it.
     """
     data = await handle.result()
+    output = data.get("output")
+    spec = as_output(output_type)
+    if spec is not None and output is not None:
+        output = spec.load(output)
     return RunResult(
         tuple(from_dict(message, Message) for message in data["messages"]),
         from_dict(data["stop"], AgentStop),
         from_dict(data["usage"], Usage),
+        output,
     )
 
 

@@ -66,6 +66,7 @@ _TAKEN = frozenset(
         "permissions",  # its rules; an approver is refused
         "get_steering_messages",  # replaced by the signals
         "get_follow_up_messages",
+        "output_type",  # checking and building the answer is deterministic
     }
 )
 
@@ -203,10 +204,14 @@ class AgentRun:
             if event.get("type") == "AgentEnd"
         )
         assert isinstance(end, AgentEnd)
+        output = core.output
         return {
             "messages": [to_dict(message) for message in new_messages],
             "stop": to_dict(end.stop_reason),
             "usage": to_dict(end.usage),
+            "output": (
+                None if output is None or core.end_output is None else output.dump(core.end_output)
+            ),
         }
 
     def _continuation(self, spec: dict[str, Any], core: Any, first: int) -> dict[str, Any]:

@@ -41,6 +41,7 @@ gets a :class:`~agentloop.ToolError`.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from contextvars import ContextVar
@@ -333,6 +334,7 @@ class _ChildRun:
         self.error: Exception | None = None  # raised by the child loop
         self.relaying = True  # forward events to the parent (until cancelled)
         self.stop: AgentStop | None = None  # the child's AgentEnd says why it ended
+        self.output: Any = None  # and gives its structured output
         self.relay_scope: trio.CancelScope | None = None
 
     async def run(self, task: str) -> None:
@@ -402,6 +404,7 @@ class _ChildRun:
             async for event in receive:
                 if isinstance(event, AgentEnd) and event.loop_id == self.child_id:
                     self.stop = event.stop_reason
+                    self.output = event.output
                 if on_event is not None:
                     try:
                         await call_hook(on_event, event)
@@ -470,6 +473,15 @@ class _ChildRun:
         if kind is not StopKind.COMPLETED:  # a limit, or a hook ended it
             reason = stop.message
             raise failure(f"{reason}\n\nIts last output:\n{text}" if text else reason)
+        output = self.tool.config.output_type
+        if output is not None:
+            # The typed answer, as JSON for the parent's model, and as itself in details.
+            data = output.dump(self.output)
+            return ToolResult(
+                (TextContent(json.dumps(data, ensure_ascii=False)),),
+                details={**details, "output": self.output},
+                child_loop_id=self.child_id,
+            )
         return ToolResult(
             (TextContent(text or NO_OUTPUT_TEXT),),
             details=details,

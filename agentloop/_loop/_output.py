@@ -1,0 +1,433 @@
+"""Structured output: the typed final answer a run must end with.
+
+:class:`Output` compiles a type (an attrs class, a dataclass, a TypedDict, any
+type ``@tool`` accepts, or a JSON Schema dict) into what the loop core needs:
+the schema the model is shown, a checker that names each problem by its
+``$.path``, and a builder (cattrs) for the typed value. :class:`PartialJSON`
+reads a JSON text as it streams, for the partial output events.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from typing import Any, Generic, Literal, TypeVar
+
+import cattrs
+import jsonschema
+import jsonschema.exceptions
+import jsonschema.validators
+
+from .._errors import AgentloopError
+from .._json_schema import Unsupported, compile_type, type_name
+from .._names import check_tool_name
+from .._types import ToolCall
+from ..providers import OutputFormat, ToolDefinition
+from ._registry import Checker, _validator_for, check_arguments
+
+__all__ = [
+    "OUTPUT_DESCRIPTION",
+    "Output",
+    "OutputError",
+    "OutputMode",
+    "PartialJSON",
+    "as_output",
+]
+
+T = TypeVar("T")
+OutputMode = Literal["tool", "native"]
+
+#: The final-result tool's description, unless one is given.
+OUTPUT_DESCRIPTION = (
+    "Give your final answer. Call this once you have everything you need; "
+    "the run ends with the answer you pass."
+)
+_WRAP_KEY = "result"
+_converter = cattrs.Converter()
+
+
+class OutputError(AgentloopError):
+    """A run that had to give a structured answer ended without one.
+
+    ``stop`` (an :class:`~agentloop.AgentStop`) says why: the answers did not
+    match the schema within the retries (``StopKind.OUTPUT_FAILED``), a limit
+    was reached, the model's API failed, the run was aborted...
+    """
+
+    def __init__(self, stop: Any) -> None:
+        super().__init__(stop)
+        self.stop = stop
+
+    def __str__(self) -> str:
+        return f"the run ended without a valid output: {self.stop.message or self.stop.kind.value}"
+
+
+def _is_strict(schema: Any) -> bool:
+    """Whether every object in ``schema`` closes its properties and requires them all.
+
+    OpenAI's strict structured outputs accept only such schemas.
+    """
+    if isinstance(schema, list):
+        return all(_is_strict(item) for item in schema)
+    if not isinstance(schema, dict):
+        return True
+    if schema.get("type") == "object":
+        properties = schema.get("properties", {})
+        if schema.get("additionalProperties") is not False or not isinstance(properties, dict):
+            return False
+        if sorted(schema.get("required", [])) != sorted(properties):
+            return False
+    return all(_is_strict(value) for value in schema.values())
+
+
+class Output(Generic[T]):
+    """What a run's final answer must be: a value of ``type``, checked, built, typed.
+
+    Give it to an agent as ``output_type`` (a bare type is ``Output(type)``)::
+
+        @attrs.frozen
+        class City:
+            name: str
+            population: int
+
+        agent = Agent(provider, output_type=City)
+        city = await agent.run_output("The largest city in Peru?")  # a City
+
+    ``type`` is an attrs class, a dataclass, a ``TypedDict``, any other type
+    :func:`~agentloop.tool` accepts (``list[City]``, a ``Literal``...), or a JSON
+    Schema dict (the value is then the JSON itself). A schema that is not an
+    object is wrapped as ``{"result": ...}`` on the wire and unwrapped for you.
+
+    With ``mode="tool"`` (the default) the model answers by calling a tool
+    named ``name`` whose parameters are the schema; with ``mode="native"`` the
+    provider's own JSON-schema mode is asked for (OpenAI ``response_format``,
+    the Responses API's ``text.format``, Anthropic ``output_format``) and the
+    reply's text is the answer. Either way the answer is checked against the
+    schema; when it fails, the model is told each problem (``$.path:
+    message``) and tries again, up to ``retries`` times, after which the run
+    ends with ``StopKind.OUTPUT_FAILED``.
+
+    Raises:
+        TypeError: ``type`` has no JSON Schema, or cattrs cannot build it.
+        ValueError: a JSON Schema dict is not valid JSON Schema, ``mode`` is
+            unknown, ``name`` is not a valid tool name, or ``retries`` < 0.
+    """
+
+    __slots__ = (
+        "_build",
+        "_checker",
+        "_wrapped",
+        "definition",
+        "description",
+        "format",
+        "mode",
+        "name",
+        "retries",
+        "schema",
+        "strict",
+        "type",
+        "wire_schema",
+    )
+
+    def __init__(
+        self,
+        type: Any,
+        *,
+        mode: OutputMode = "tool",
+        name: str = "final_result",
+        description: str = OUTPUT_DESCRIPTION,
+        retries: int = 2,
+    ) -> None:
+        if mode not in ("tool", "native"):
+            raise ValueError(f"Output mode must be 'tool' or 'native', got {mode!r}")
+        check_tool_name(name)
+        if not isinstance(retries, int) or isinstance(retries, bool) or retries < 0:  # type: ignore[redundant-expr]
+            raise ValueError(f"Output retries must be an integer >= 0, got {retries!r}")
+        build: Callable[[Any], Any]
+        if isinstance(type, Mapping):
+            schema = dict(type)
+            try:
+                json.dumps(schema, sort_keys=True, allow_nan=False)
+                jsonschema.validators.validator_for(schema).check_schema(schema)
+            except (TypeError, ValueError) as error:
+                raise ValueError(f"output schema is not JSON: {error}") from error
+            except jsonschema.exceptions.SchemaError as error:
+                raise ValueError(
+                    f"output schema is not valid JSON Schema: {error.message}"
+                ) from error
+
+            def build(value: Any) -> Any:
+                return value
+        else:
+            try:
+                schema, _ = compile_type(type, ())
+            except Unsupported as error:
+                raise TypeError(
+                    f"output_type {type_name(type)} has no JSON Schema{error.reason}; use an attrs "
+                    "class, a dataclass, a TypedDict, a type @tool accepts, or a JSON Schema dict"
+                ) from None
+            try:
+                hook = _converter.get_structure_hook(type)
+            except Exception as error:  # cattrs raises several kinds for types it cannot build
+                raise TypeError(f"cattrs cannot build {type_name(type)}: {error}") from error
+
+            def build(value: Any) -> Any:
+                return hook(value, type)
+
+        self.type = type
+        self.mode: OutputMode = mode
+        self.name = name
+        self.description = description
+        self.retries = retries
+        self.schema: dict[str, Any] = schema
+        self._wrapped = schema.get("type") != "object"
+        self.wire_schema: dict[str, Any] = (
+            {
+                "type": "object",
+                "properties": {_WRAP_KEY: schema},
+                "required": [_WRAP_KEY],
+                "additionalProperties": False,
+            }
+            if self._wrapped
+            else schema
+        )
+        self.strict = _is_strict(self.wire_schema)
+        self._checker: Checker = _validator_for(
+            json.dumps(self.wire_schema, sort_keys=True, allow_nan=False)
+        )
+        self._build = build
+        #: The final-result tool, as the model is shown it (``mode="tool"``).
+        self.definition = ToolDefinition(name, description, self.wire_schema)
+        #: The JSON-schema answer format providers ask for (``mode="native"``).
+        self.format = OutputFormat(name, self.wire_schema, strict=self.strict)
+
+    def __repr__(self) -> str:
+        kind = "schema" if isinstance(self.type, Mapping) else type_name(self.type)
+        return f"Output({kind}, mode={self.mode!r}, name={self.name!r}, retries={self.retries})"
+
+    def request_tools(self, definitions: tuple[ToolDefinition, ...]) -> tuple[ToolDefinition, ...]:
+        """The tools a request carries: ``definitions``, and the final-result tool in tool mode."""
+        return (*definitions, self.definition) if self.mode == "tool" else definitions
+
+    @property
+    def request_format(self) -> OutputFormat | None:
+        """The answer format a request asks for: in native mode only."""
+        return self.format if self.mode == "native" else None
+
+    def check(self, call: ToolCall) -> tuple[T | None, str | None]:
+        """The typed value of a final-result call, or what is wrong with it."""
+        problem = check_arguments(call, self._checker)
+        if problem is not None:
+            return None, problem.message
+        return self._typed(call.arguments)
+
+    def parse(self, text: str) -> tuple[T | None, str | None]:
+        """The typed value of an answer given as JSON text, or what is wrong with it."""
+        try:
+            value = json.loads(_strip_fence(text))
+        except ValueError as error:
+            return None, f"the answer is not valid JSON ({error})"
+        errors = sorted(
+            self._checker.validator.iter_errors(value),
+            key=lambda error: (tuple(str(part) for part in error.absolute_path), error.message),
+        )
+        if errors:
+            return None, "; ".join(f"{error.json_path}: {error.message}" for error in errors)
+        return self._typed(value)
+
+    def _typed(self, value: Any) -> tuple[T | None, str | None]:
+        if self._wrapped:
+            value = value[_WRAP_KEY]
+        try:
+            return self._build(value), None
+        except Exception as error:  # a value the schema allows but the type refuses
+            return None, "; ".join(_cattrs_messages(error))
+
+    def dump(self, value: T) -> Any:
+        """``value`` as JSON-able data (what a sub-agent returns to its parent)."""
+        if isinstance(self.type, Mapping):
+            return value
+        return _converter.unstructure(value, self.type)
+
+    def load(self, data: Any) -> T:
+        """The typed value of ``data`` as :meth:`dump` made it.
+
+        Raises:
+            ValueError: ``data`` does not match the type.
+        """
+        if isinstance(self.type, Mapping):
+            return data  # type: ignore[no-any-return]
+        try:
+            return self._build(data)  # type: ignore[no-any-return]
+        except Exception as error:
+            raise ValueError("; ".join(_cattrs_messages(error))) from error
+
+    def partial(self, data: Any) -> Any:
+        """The partial JSON of the answer so far, unwrapped."""
+        if self._wrapped and isinstance(data, dict):
+            return data.get(_WRAP_KEY)
+        return data
+
+
+def _strip_fence(text: str) -> str:
+    """The JSON inside a Markdown code fence, which models add now and then."""
+    stripped = text.strip()
+    if stripped.startswith("```") and stripped.endswith("```") and "\n" in stripped:
+        return stripped[stripped.index("\n") + 1 : -3]
+    return stripped
+
+
+def _cattrs_messages(error: Exception) -> list[str]:
+    if isinstance(error, cattrs.BaseValidationError):
+        return [
+            message.replace(" @ ", " at ") for message in cattrs.transform_error(error, path="$")
+        ]
+    return [f"$: {error}"]
+
+
+def as_output(value: Any) -> Output[Any] | None:
+    """``output_type`` as given (a type, a schema dict, an :class:`Output` or None)."""
+    if value is None or isinstance(value, Output):
+        return value
+    return Output(value)
+
+
+# --------------------------------------------------------------------------- partial JSON
+
+
+class PartialJSON:
+    """A JSON text read as it streams: :meth:`value` is the most of it that parses.
+
+    Each :meth:`feed` scans only the new piece, remembering the last point up to
+    which the text, with its open brackets closed, is valid JSON (and, inside a
+    string value, the text so far). :meth:`value` then parses that much once.
+
+    >>> reader = PartialJSON()
+    >>> reader.feed('{"name": "Li')
+    >>> reader.value()
+    {'name': 'Li'}
+    >>> reader.feed('ma", "tags": [1, 2')
+    >>> reader.value()
+    {'name': 'Lima', 'tags': [1]}
+    """
+
+    __slots__ = (
+        "_closers",
+        "_escape",
+        "_good",
+        "_good_closers",
+        "_in_string",
+        "_key",
+        "_parts",
+        "_scalar",
+        "_size",
+        "_string_is_key",
+        "_text",
+    )
+
+    def __init__(self) -> None:
+        self._parts: list[str] = []
+        self._text = ""
+        self._size = 0
+        self._closers: list[str] = []  # the open containers' closing brackets, innermost last
+        self._key: list[bool] = []  # per open container: whether a key comes next (objects)
+        self._in_string = False
+        self._string_is_key = False
+        self._escape = False
+        self._scalar = False  # inside a number or a literal
+        self._good = 0  # text[:good] + closers parses
+        self._good_closers = ""
+
+    def feed(self, piece: str) -> None:
+        """Read the next piece of the text."""
+        start = self._size
+        self._parts.append(piece)
+        self._size += len(piece)
+        closers = self._closers
+        keys = self._key
+        for offset, char in enumerate(piece):
+            position = start + offset
+            if self._in_string:
+                if self._escape:
+                    self._escape = False
+                elif char == "\\":
+                    self._escape = True
+                elif char == '"':
+                    self._in_string = False
+                    if self._string_is_key:
+                        keys[-1] = False
+                    else:
+                        self._mark(position + 1)
+                continue
+            if self._scalar:
+                if char in ",]} \t\r\n":
+                    self._scalar = False
+                    self._mark(position)
+                else:
+                    continue
+            if char == '"':
+                self._in_string = True
+                self._string_is_key = bool(keys) and keys[-1]
+            elif char == "{":
+                closers.append("}")
+                keys.append(True)
+                self._mark(position + 1)
+            elif char == "[":
+                closers.append("]")
+                keys.append(False)
+                self._mark(position + 1)
+            elif char in "}]":
+                if closers:
+                    closers.pop()
+                    keys.pop()
+                self._mark(position + 1)
+            elif char == ",":
+                if keys and closers[-1] == "}":
+                    keys[-1] = True
+            elif char not in ": \t\r\n":
+                self._scalar = True
+
+    def _mark(self, position: int) -> None:
+        self._good = position
+        self._good_closers = "".join(reversed(self._closers))
+
+    def text(self) -> str:
+        """All the text read so far."""
+        if len(self._parts) > 1:
+            self._text = "".join(self._parts)
+            self._parts = [self._text]
+        elif self._parts:
+            self._text = self._parts[0]
+        return self._text
+
+    def value(self) -> Any:
+        """The value so far: complete values, open containers closed, a string value cut
+        where the text ends. ``None`` before anything parses."""
+        text = self.text()
+        if self._in_string and not self._string_is_key:
+            cut = text[: len(text) - 1] if self._escape else text
+            # A cut \\uXXXX escape would not parse: drop it.
+            tail = cut.rfind("\\u")
+            if tail != -1 and len(cut) - tail < 6 and not _escaped(cut, tail):
+                cut = cut[:tail]
+            candidate = cut + '"' + "".join(reversed(self._closers))
+        elif self._scalar and not self._closers:
+            candidate = text  # a bare number or literal: whole if it parses
+        else:
+            candidate = text[: self._good] + self._good_closers
+        try:
+            return json.loads(candidate)
+        except ValueError:
+            try:
+                return json.loads(text[: self._good] + self._good_closers)
+            except ValueError:
+                return None
+
+
+def _escaped(text: str, index: int) -> bool:
+    """Whether the backslash at ``index`` is itself escaped."""
+    count = 0
+    while index > 0 and text[index - 1] == "\\":
+        count += 1
+        index -= 1
+    return count % 2 == 1

@@ -39,6 +39,7 @@ from agentloop.providers import (
     ModelConfig,
     ModelRequest,
     NetworkError,
+    OutputFormat,
     OverloadedError,
     ProviderError,
     RateLimitError,
@@ -648,6 +649,7 @@ CONVERSATION = ModelRequest(
                 ToolCall("toolu_01B", "read_file", {"path": "b.txt"}),
             ),
             StopReason.TOOL_USE,
+            provider="anthropic",
         ),
         ToolResultMessage("toolu_01A", "read_file", (TextContent("alpha"),)),
         ToolResultMessage("toolu_01B", "read_file", (TextContent("No such file: b.txt"),), True),
@@ -655,12 +657,32 @@ CONVERSATION = ModelRequest(
         AssistantMessage(
             (ThinkingContent("", REDACTED, redacted=True), TextContent("The first says alpha.")),
             StopReason.STOP,
+            provider="anthropic",
         ),
         UserMessage.text("Now summarise it."),
         AssistantMessage((), StopReason.ABORTED, error_message="Aborted"),
         UserMessage.text("Summarise it in one line."),
     ),
 )
+
+
+async def test_another_providers_reasoning_is_not_sent_back() -> None:
+    """A FallbackProvider's other model signed it: the API could not verify it."""
+    signed = '{"id":"rs_1","encrypted_content":"gAAA"}'
+    history = (
+        UserMessage.text("Hi"),
+        AssistantMessage(
+            (ThinkingContent("Thinking.", signed), TextContent("Hello.")),
+            StopReason.STOP,
+            provider="openai",
+        ),
+        UserMessage.text("Again"),
+    )
+    body = await body_of(ModelRequest(system_prompt="", messages=history))
+    assert body["messages"][1] == {
+        "role": "assistant",
+        "content": [{"type": "text", "text": "Hello."}],
+    }
 
 
 async def test_conversation_maps_to_alternating_turns() -> None:
@@ -763,6 +785,25 @@ async def test_tools_carry_their_schema_and_the_last_is_cached() -> None:
             "cache_control": EPHEMERAL,
         },
     ]
+
+
+async def test_an_hour_long_cache_marks_every_breakpoint_with_its_ttl() -> None:
+    """compat.cache_ttl="1h": the same four breakpoints, each with ttl 1h."""
+    model = attrs.evolve(MODEL, compat=Compat(cache_ttl="1h"))
+    body = await body_of(CONVERSATION, model)
+    hour = {"type": "ephemeral", "ttl": "1h"}
+    marks = [
+        block["cache_control"]
+        for part in (body["system"], body["tools"], *(m["content"] for m in body["messages"]))
+        for block in part
+        if "cache_control" in block
+    ]
+    assert marks == [hour] * 4
+
+
+def test_an_unknown_cache_ttl_is_refused() -> None:
+    with pytest.raises(ValueError, match="'cache_ttl' must be in"):
+        Compat(cache_ttl="1d")  # type: ignore[arg-type]
 
 
 async def test_top_level_fields_and_their_order() -> None:
@@ -987,6 +1028,28 @@ async def test_adaptive_thinking_sends_an_effort(level: ThinkingLevel, effort: s
         "thinking": {"type": "adaptive"},
         "output_config": {"effort": effort},
     }
+
+
+POINT_SCHEMA = {
+    "type": "object",
+    "properties": {"x": {"type": "number"}},
+    "required": ["x"],
+    "additionalProperties": False,
+}
+
+
+async def test_structured_output_format_goes_beside_the_effort() -> None:
+    """Native structured output: output_config.format, with the effort when thinking."""
+    request = attrs.evolve(
+        thinking_request(ThinkingLevel.LOW), output=OutputFormat("answer", POINT_SCHEMA, True)
+    )
+    body = await body_of(request)
+    assert body["output_config"] == {
+        "effort": "low",
+        "format": {"type": "json_schema", "schema": POINT_SCHEMA},
+    }
+    body = await body_of(attrs.evolve(REQUEST, output=OutputFormat("answer", POINT_SCHEMA)))
+    assert body["output_config"] == {"format": {"type": "json_schema", "schema": POINT_SCHEMA}}
 
 
 async def test_adaptive_thinking_without_effort() -> None:

@@ -33,7 +33,13 @@ from agentloop._cli._input import LineReader
 from agentloop._cli._models import DEMO_NOTE, ModelError, ScriptEnd, choose_model, load_script
 from agentloop._cli._render import summarize_args
 from agentloop._cli._setup import SetupError, describe_request, make_permissions, openapi_tools
-from agentloop.providers import AnthropicProvider, OpenAIProvider, call, reply
+from agentloop.providers import (
+    AnthropicProvider,
+    OpenAIProvider,
+    OpenAIResponsesProvider,
+    call,
+    reply,
+)
 from agentloop.session import (
     INTERRUPTED,
     NOT_RUN_AGAIN,
@@ -206,6 +212,13 @@ def test_model_named_on_the_command_line() -> None:
         "gpt-5.4-mini",
         "sk-mine",
     )
+    choice = choose_model(env, model="openai-responses")
+    assert isinstance(choice.provider, OpenAIResponsesProvider)
+    assert (choice.provider.model.id, choice.provider.model.api) == ("gpt-5.4", "openai-responses")
+    assert (choice.label, choice.note) == (
+        "openai-responses:gpt-5.4",
+        "agentloop: using OpenAI model gpt-5.4 (Responses API).",
+    )
     choice = choose_model(env, model="demo")
     assert (choice.note, choice.demo) == ("agentloop: using the offline demo model.", True)
 
@@ -239,7 +252,7 @@ def test_an_openai_compatible_server_needs_no_key_unless_one_is_named() -> None:
         (
             "gemini:pro",
             "unknown model provider 'gemini' in --model gemini:pro (use anthropic[:MODEL], "
-            "openai[:MODEL], demo or scripted:FILE)",
+            "openai[:MODEL], openai-responses[:MODEL], demo or scripted:FILE)",
         ),
         (
             "anthropic",

@@ -23,6 +23,7 @@ from agentloop.providers import (
     ModelConfig,
     ModelRequest,
     NetworkError,
+    OutputFormat,
     OverloadedError,
     ProviderError,
     RateLimitError,
@@ -793,6 +794,18 @@ async def test_openai_request_body() -> None:
         "max_completion_tokens": 128_000,
         "reasoning_effort": "high",
     }
+
+
+async def test_structured_output_sends_a_response_format() -> None:
+    """Native structured output: response_format json_schema with the name and strictness."""
+    schema = {"type": "object", "properties": {"x": {"type": "number"}}, "required": ["x"]}
+    request = attrs.evolve(CONVERSATION, output=OutputFormat("answer", schema, strict=False))
+    body = body_of(await sent(OPENAI, request))
+    assert body["response_format"] == {
+        "type": "json_schema",
+        "json_schema": {"name": "answer", "schema": schema, "strict": False},
+    }
+    assert "response_format" not in body_of(await sent(OPENAI, CONVERSATION))
 
 
 async def test_openai_request_url_and_headers() -> None:

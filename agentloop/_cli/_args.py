@@ -19,6 +19,7 @@ _EPILOG = """\
 models:
   anthropic[:MODEL]        Claude (key: ANTHROPIC_API_KEY, or --api-key-env)
   openai[:MODEL]           OpenAI, or any compatible server with --base-url
+  openai-responses[:MODEL] OpenAI through the Responses API (key: OPENAI_API_KEY)
   demo                     the offline demo model (a fixed plan, no network)
   scripted:FILE            replay the turns of a JSON script (for tests)
 Without --model: Anthropic if ANTHROPIC_API_KEY is set, else OpenAI if

@@ -19,6 +19,7 @@ from ..providers import (
     ModelConfig,
     ModelRequest,
     OpenAIProvider,
+    OpenAIResponsesProvider,
     Provider,
     ProviderError,
     ScriptedBlock,
@@ -39,7 +40,7 @@ __all__ = [
 ]
 
 DEMO_NOTE = "agentloop: using the offline demo model (no ANTHROPIC_API_KEY or OPENAI_API_KEY set)."
-_PROVIDERS = ("anthropic", "openai", "demo", "scripted")
+_PROVIDERS = ("anthropic", "openai", "openai-responses", "demo", "scripted")
 _TURN_KEYS = frozenset({"text", "thinking", "calls", "delay"})
 _CALL_KEYS = frozenset({"name", "args", "id"})
 
@@ -200,7 +201,8 @@ def choose_model(
     """The model the options and the environment ask for.
 
     ``model`` is ``anthropic[:MODEL]``, ``openai[:MODEL]`` (with ``base_url``:
-    any OpenAI-compatible server), ``demo`` or ``scripted:FILE``. Without it:
+    any OpenAI-compatible server), ``openai-responses[:MODEL]`` (OpenAI's
+    Responses API), ``demo`` or ``scripted:FILE``. Without it:
     Anthropic if ``ANTHROPIC_API_KEY`` is set, else OpenAI if
     ``OPENAI_API_KEY`` is set, else the offline demo. API keys are read from
     ``environ`` (``api_key_env`` names another variable). ``paced`` makes the
@@ -213,7 +215,10 @@ def choose_model(
         if base_url is not None:
             raise ModelError("--base-url needs --model openai:MODEL")
         if api_key_env is not None:
-            raise ModelError("--api-key-env needs --model anthropic[:MODEL] or openai[:MODEL]")
+            raise ModelError(
+                "--api-key-env needs --model anthropic[:MODEL], openai[:MODEL] or "
+                "openai-responses[:MODEL]"
+            )
         if environ.get("ANTHROPIC_API_KEY"):
             return choose_model(environ, model="anthropic")
         if environ.get("OPENAI_API_KEY"):
@@ -223,7 +228,8 @@ def choose_model(
     if name not in _PROVIDERS:
         raise ModelError(
             f"unknown model provider {name!r} in --model {model} "
-            "(use anthropic[:MODEL], openai[:MODEL], demo or scripted:FILE)"
+            "(use anthropic[:MODEL], openai[:MODEL], openai-responses[:MODEL], demo or "
+            "scripted:FILE)"
         )
     if base_url is not None and name != "openai":
         raise ModelError("--base-url works with --model openai:MODEL only")
@@ -245,6 +251,14 @@ def choose_model(
             provider=anthropic,
             label=f"anthropic:{anthropic_id}",
             note=f"agentloop: using Anthropic model {anthropic_id}.",
+        )
+    if name == "openai-responses":
+        responses_id = model_id or ModelConfig.openai_responses().id
+        key = _key(environ, api_key_env or "OPENAI_API_KEY", model)
+        return ModelChoice(
+            provider=OpenAIResponsesProvider(responses_id, api_key=key),
+            label=f"openai-responses:{responses_id}",
+            note=f"agentloop: using OpenAI model {responses_id} (Responses API).",
         )
     if base_url is None:
         openai_id = model_id or ModelConfig.openai().id

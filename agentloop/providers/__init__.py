@@ -3,13 +3,15 @@
 A provider turns a :class:`ModelRequest` into a streamed
 :class:`~agentloop.AssistantMessage`. :class:`AnthropicProvider` speaks
 Anthropic's Messages API, :class:`OpenAIProvider` OpenAI's Chat Completions
-(and any compatible server); :class:`ScriptedProvider` replays a script, for
-tests and the offline demo.
+(and any compatible server), :class:`OpenAIResponsesProvider` OpenAI's
+Responses API; :class:`ScriptedProvider` replays a script, for tests and the
+offline demo.
 """
 
 from ._anthropic import AnthropicProvider as AnthropicProvider
 from ._base import Emit as Emit
 from ._base import ModelRequest as ModelRequest
+from ._base import OutputFormat as OutputFormat
 from ._base import Provider as Provider
 from ._base import ToolDefinition as ToolDefinition
 from ._base import parse_tool_arguments as parse_tool_arguments
@@ -30,6 +32,7 @@ from ._model import ModelCost as ModelCost
 from ._model import Secret as Secret
 from ._model import ThinkingLevel as ThinkingLevel
 from ._openai import OpenAIProvider as OpenAIProvider
+from ._responses import OpenAIResponsesProvider as OpenAIResponsesProvider
 from ._retry import RetryConfig as RetryConfig
 from ._retry import parse_retry_after as parse_retry_after
 from ._scripted import ScriptedBlock as ScriptedBlock
@@ -57,6 +60,8 @@ __all__ = [
     "ModelRequest",
     "NetworkError",
     "OpenAIProvider",
+    "OpenAIResponsesProvider",
+    "OutputFormat",
     "OverloadedError",
     "Provider",
     "ProviderError",

@@ -9,8 +9,9 @@ onto the API's strictly alternating ``user`` / ``assistant`` turns:
 - A :class:`~agentloop.UserMessage` is a ``user`` turn of text and image blocks.
 - An :class:`~agentloop.AssistantMessage` is an ``assistant`` turn of text,
   thinking and ``tool_use`` blocks. Thinking is sent back only when it carries
-  the API's signature (unsigned reasoning, from an aborted stream or another
-  provider, is refused by the API); redacted thinking goes back as
+  the API's signature and the message came from this provider (``model.provider``):
+  unsigned reasoning (an aborted stream) and another provider's reasoning (its
+  signature cannot be verified) are refused by the API; redacted thinking goes back as
   ``redacted_thinking``. A call whose arguments were not a JSON object
   (``raw_arguments`` set) is sent with ``input: {}``: its error result already
   tells the model what went wrong.
@@ -24,7 +25,9 @@ onto the API's strictly alternating ``user`` / ``assistant`` turns:
 With ``model.compat.prompt_caching``, up to four cache breakpoints (the API's
 limit) are set: the system prompt, the last tool, and the last block of each of
 the last two ``user`` turns (the earlier one reads what the previous request
-cached; the last one caches this request for the next).
+cached; the last one caches this request for the next), each
+``{"type": "ephemeral"}``, with ``"ttl": "1h"`` when ``compat.cache_ttl`` is
+``"1h"``.
 
 Thinking (:class:`ThinkingLevel`), by ``model.compat.thinking``:
 
@@ -40,6 +43,9 @@ Thinking (:class:`ThinkingLevel`), by ``model.compat.thinking``:
 
 ``temperature`` is sent only when it is set and no thinking field is sent: the
 API refuses to change it while the model thinks.
+
+A request with ``output`` (structured output, native mode) sends
+``output_config: {format: {type: json_schema, schema}}`` beside any effort.
 
 The stream
 ----------
@@ -174,15 +180,17 @@ def _content_blocks(content: Sequence[TextContent | ImageContent]) -> list[dict[
     return blocks
 
 
-def _assistant_blocks(message: AssistantMessage) -> list[dict[str, Any]]:
+def _assistant_blocks(message: AssistantMessage, provider: str) -> list[dict[str, Any]]:
     blocks: list[dict[str, Any]] = []
     for block in message.content:
         if isinstance(block, TextContent):
             if block.text.strip():
                 blocks.append({"type": "text", "text": block.text})
         elif isinstance(block, ThinkingContent):
-            if not block.signature:
-                continue  # unsigned reasoning: the API refuses it
+            if not block.signature or message.provider != provider:
+                # Unsigned reasoning, or another provider's (a FallbackProvider's other
+                # model, say), whose signature the API cannot verify: it refuses both.
+                continue
             if block.redacted:
                 blocks.append({"type": "redacted_thinking", "data": block.signature})
             else:
@@ -213,7 +221,7 @@ class _Turn:
     blocks: list[dict[str, Any]]
 
 
-def _messages(history: Sequence[Message]) -> list[dict[str, Any]]:
+def _messages(history: Sequence[Message], provider: str = "anthropic") -> list[dict[str, Any]]:
     """The API's alternating turns for ``history``; see the module docstring."""
     turns: list[_Turn] = []
     for message in history:
@@ -222,7 +230,7 @@ def _messages(history: Sequence[Message]) -> list[dict[str, Any]]:
         elif isinstance(message, ToolResultMessage):
             turn = _Turn("user", [_tool_result(message)], [])
         else:
-            turn = _Turn("assistant", [], _assistant_blocks(message))
+            turn = _Turn("assistant", [], _assistant_blocks(message, provider))
         if not turn.results and not turn.blocks:
             continue
         if turns and turns[-1].role == turn.role:
@@ -234,9 +242,9 @@ def _messages(history: Sequence[Message]) -> list[dict[str, Any]]:
     return [{"role": turn.role, "content": turn.results + turn.blocks} for turn in turns]
 
 
-def _mark_cache(body: dict[str, Any]) -> None:
+def _mark_cache(body: dict[str, Any], ttl: str) -> None:
     """Set the four cache breakpoints: system, last tool, last two user turns."""
-    marker = {"type": "ephemeral"}
+    marker = {"type": "ephemeral"} if ttl == "5m" else {"type": "ephemeral", "ttl": ttl}
     if "system" in body:
         body["system"][-1]["cache_control"] = dict(marker)
     if "tools" in body:
@@ -549,7 +557,7 @@ class AnthropicProvider(HTTPProvider):
         body: dict[str, Any] = {"model": model.id, "max_tokens": max_tokens, "stream": True}
         if request.system_prompt.strip():
             body["system"] = [{"type": "text", "text": request.system_prompt}]
-        body["messages"] = _messages(request.messages)
+        body["messages"] = _messages(request.messages, model.provider)
         if request.tools:
             body["tools"] = [
                 {
@@ -561,12 +569,15 @@ class AnthropicProvider(HTTPProvider):
             ]
         if thinking is not None:
             body["thinking"] = thinking
+        if request.output is not None:
+            output_config = output_config or {}
+            output_config["format"] = {"type": "json_schema", "schema": dict(request.output.schema)}
         if output_config is not None:
             body["output_config"] = output_config
         if request.temperature is not None and thinking is None:
             body["temperature"] = request.temperature
         if model.compat.prompt_caching:
-            _mark_cache(body)
+            _mark_cache(body, model.compat.cache_ttl)
         return body
 
     def _budget(self, level: ThinkingLevel) -> int:

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import math
 import random
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import aclosing
 from typing import Any, Protocol, Self
 
@@ -51,6 +51,7 @@ __all__ = [
     "DEFAULT_TIMEOUT",
     "HTTPProvider",
     "StreamParser",
+    "bearer_headers",
     "resolve_model",
 ]
 
@@ -80,6 +81,15 @@ class StreamParser(Protocol):
     def finish(self) -> AssistantMessage:
         """The message. Raises NetworkError if the stream ended before its end."""
         ...
+
+
+def bearer_headers(api_key: str | None, extra: Mapping[str, str]) -> dict[str, str]:
+    """JSON in, an event stream out, the key as a bearer token, then ``extra`` (the model's)."""
+    headers = {"content-type": "application/json", "accept": "text/event-stream"}
+    if api_key:
+        headers["authorization"] = f"Bearer {api_key}"
+    headers.update(extra)
+    return headers
 
 
 def _retry_after(headers: httpx2.Headers) -> float | None:
@@ -296,9 +306,6 @@ class HTTPProvider:
         secrets = self.secrets()
         parser = self.parser()
         idle = math.inf if self.idle_timeout is None else self.idle_timeout
-        # The idle clock runs while the server is awaited, not while a delta waits
-        # for its consumer: only content (a delta) restarts it.
-        quiet = trio.CancelScope(deadline=trio.current_time() + idle)
         try:
             async with self._http().stream(
                 "POST",
@@ -329,30 +336,39 @@ class HTTPProvider:
                         status=response.status_code,
                     )
                 decoder = SSEDecoder()
+                # The idle clock runs while the server is awaited, not while a delta waits
+                # for its consumer: only content (a delta) restarts it. One scope per
+                # chunk read, not two deadline changes per event.
+                deadline = trio.current_time() + idle
                 # aclosing: leaving the loop early (done, an error, a cancel) must
                 # finalize the generator here, not whenever it is collected.
                 async with aclosing(response.aiter_bytes()) as chunks:
-                    with quiet:
-                        async for chunk in chunks:
-                            for event in decoder.feed(chunk):
-                                deltas = parser.feed(event)
-                                if deltas:
-                                    quiet.deadline = math.inf
-                                    for delta in deltas:
-                                        await emit(delta)
-                                    quiet.deadline = trio.current_time() + idle
-                            if parser.done:
-                                await _drain(chunks)
-                                break
-                        else:
+                    while True:
+                        with trio.CancelScope(deadline=deadline) as waiting:
+                            chunk = await anext(chunks, None)
+                        if waiting.cancelled_caught:
+                            raise NetworkError(
+                                f"{self.api_name} API sent no content for "
+                                f"{format_duration(idle)} (idle_timeout; only keep-alive "
+                                "pings, or nothing)"
+                            )
+                        if chunk is None:
                             for event in decoder.close():
                                 for delta in parser.feed(event):
                                     await emit(delta)
-                    if quiet.cancelled_caught:
-                        raise NetworkError(
-                            f"{self.api_name} API sent no content for {format_duration(idle)} "
-                            "(idle_timeout; only keep-alive pings, or nothing)"
-                        )
+                            break
+                        content = False
+                        for event in decoder.feed(chunk):
+                            deltas = parser.feed(event)
+                            if deltas:
+                                content = True
+                                for delta in deltas:
+                                    await emit(delta)
+                        if content:
+                            deadline = trio.current_time() + idle
+                        if parser.done:
+                            await _drain(chunks)
+                            break
         except httpx2.TimeoutException as error:
             raise NetworkError(f"{self.api_name} API timed out ({type(error).__name__})") from error
         except httpx2.TransportError as error:

@@ -28,7 +28,8 @@ class ThinkingLevel(enum.Enum):
     """How much the model should reason before it answers.
 
     Each provider maps the level to its own setting: Anthropic to a thinking
-    budget or an effort, OpenAI to ``reasoning_effort``. ``OFF`` sends nothing.
+    budget or an effort, OpenAI to ``reasoning_effort`` (Chat Completions) or
+    ``reasoning.effort`` (Responses). ``OFF`` sends nothing.
     """
 
     OFF = "off"
@@ -108,6 +109,9 @@ class Compat:
             older models), or ``"none"`` (never send thinking).
         effort: Send ``output_config.effort`` for the thinking level.
         prompt_caching: Mark the system prompt, tools and recent turns for caching.
+        cache_ttl: How long the marked prefix stays cached: ``"5m"`` (the
+            default, refreshed by each hit) or ``"1h"`` (writes cost more; for
+            runs whose turns come minutes apart: long tools, a person approving).
 
     OpenAI Chat Completions (and compatible servers):
         system_role: ``"system"``, or ``"developer"`` for OpenAI's reasoning models.
@@ -116,11 +120,21 @@ class Compat:
         minimal_effort: The server knows ``"minimal"`` (else ``"low"`` is sent).
         stream_usage: Ask for usage in the last chunk (``stream_options``).
         tool_result_name: Put the tool's ``name`` on ``tool`` messages.
+
+    OpenAI Responses:
+        reasoning_effort: The model reasons: send ``reasoning`` (effort and
+            summary) for the thinking level, and, when the provider does not
+            store responses, ask for the reasoning's ``encrypted_content``
+            (which models that cannot reason refuse).
+        minimal_effort: As for Chat Completions.
     """
 
     thinking: Literal["adaptive", "budget", "none"] = "adaptive"
     effort: bool = True
     prompt_caching: bool = True
+    cache_ttl: Literal["5m", "1h"] = attrs.field(
+        default="5m", validator=attrs.validators.in_(("5m", "1h"))
+    )
     system_role: Literal["system", "developer"] = "system"
     max_tokens_field: Literal["max_tokens", "max_completion_tokens"] = "max_tokens"
     reasoning_effort: bool = False
@@ -137,8 +151,8 @@ def _headers_repr(headers: Mapping[str, str]) -> str:
 class ModelConfig:
     """A model and how to reach it.
 
-    Build one with :meth:`anthropic`, :meth:`openai` or
-    :meth:`openai_compatible`, which know the common models' limits and
+    Build one with :meth:`anthropic`, :meth:`openai`, :meth:`openai_responses`
+    or :meth:`openai_compatible`, which know the common models' limits and
     prices::
 
         config = ModelConfig.anthropic("claude-sonnet-5")
@@ -152,8 +166,8 @@ class ModelConfig:
 
     Attributes:
         id: The model id the API expects.
-        api: The wire format: ``"anthropic"`` (Messages) or ``"openai"``
-            (Chat Completions).
+        api: The wire format: ``"anthropic"`` (Messages), ``"openai"``
+            (Chat Completions) or ``"openai-responses"`` (OpenAI's Responses API).
         provider: Who serves it (``"anthropic"``, ``"openai"``, ``"ollama"``...),
             put on the messages it produces.
         base_url: The API's root: ``https://api.anthropic.com``,
@@ -167,7 +181,7 @@ class ModelConfig:
     """
 
     id: str
-    api: Literal["anthropic", "openai"]
+    api: Literal["anthropic", "openai", "openai-responses"]
     provider: str
     base_url: str
     api_key: Secret | None = attrs.field(default=None, converter=_secret)
@@ -244,6 +258,31 @@ class ModelConfig:
         return attrs.evolve(config, **changes)
 
     @classmethod
+    def openai_responses(
+        cls, id: str = "gpt-5.4", *, api_key: str | Secret | None = None, **changes: Any
+    ) -> ModelConfig:
+        """A model on OpenAI's Responses API (``POST /v1/responses``).
+
+        Known ids get the limits and prices of :meth:`openai`. The model is taken
+        to reason (``compat.reasoning_effort``) unless its id names one that
+        cannot (``gpt-4...``, ``gpt-3.5...``, ``chatgpt-...``, ``...-chat...``):
+        a model that cannot reason refuses the reasoning fields. Another server
+        that speaks the Responses API is a ``base_url=`` (and ``provider=``) away.
+        """
+        preset = _OPENAI.get(id, {"context_window": 128_000, "max_tokens": 16_384})
+        config = cls(
+            id=id,
+            api="openai-responses",
+            provider="openai",
+            base_url="https://api.openai.com/v1",
+            api_key=api_key,
+            api_key_env="OPENAI_API_KEY",
+            compat=Compat(reasoning_effort=_reasons(id)),
+            **preset,
+        )
+        return attrs.evolve(config, **changes)
+
+    @classmethod
     def openai_compatible(
         cls,
         id: str,
@@ -271,6 +310,12 @@ class ModelConfig:
             max_tokens=8192,
         )
         return attrs.evolve(config, **changes)
+
+
+def _reasons(id: str) -> bool:
+    """Whether an OpenAI model id names a model that reasons (the ``o`` series, GPT-5...)."""
+    name = id.rpartition("/")[2].lower()
+    return not (name.startswith(("gpt-4", "gpt-3.5", "chatgpt-")) or "-chat" in name)
 
 
 def _claude(

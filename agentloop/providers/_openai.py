@@ -18,6 +18,9 @@ them all:
 - some servers end the stream without ``[DONE]``: after a ``finish_reason``
   that is a clean end, before one the stream was cut off (retried);
 - an ``error`` object in a chunk is the matching :class:`ProviderError`.
+
+A request with ``output`` (structured output, native mode) sends
+``response_format: {type: json_schema, json_schema: {name, schema, strict}}``.
 """
 
 from __future__ import annotations
@@ -59,7 +62,13 @@ from ._errors import (
     classify_http_error,
     redact,
 )
-from ._http import DEFAULT_IDLE_TIMEOUT, DEFAULT_REQUEST_TIMEOUT, HTTPProvider, resolve_model
+from ._http import (
+    DEFAULT_IDLE_TIMEOUT,
+    DEFAULT_REQUEST_TIMEOUT,
+    HTTPProvider,
+    bearer_headers,
+    resolve_model,
+)
 from ._model import ModelConfig, Secret, ThinkingLevel
 from ._retry import RetryConfig
 from .sse import ServerSentEvent
@@ -162,11 +171,7 @@ class OpenAIProvider(HTTPProvider):
 
     def headers(self, api_key: str | None) -> dict[str, str]:
         """JSON in, an event stream out, the key as a bearer token, then the model's headers."""
-        headers = {"content-type": "application/json", "accept": "text/event-stream"}
-        if api_key:
-            headers["authorization"] = f"Bearer {api_key}"
-        headers.update(self.model.headers)
-        return headers
+        return bearer_headers(api_key, self.model.headers)
 
     def body(self, request: ModelRequest) -> dict[str, Any]:
         """The Chat Completions request for ``request``."""
@@ -200,6 +205,15 @@ class OpenAIProvider(HTTPProvider):
             if effort == "minimal" and not compat.minimal_effort:
                 effort = "low"
             body["reasoning_effort"] = effort
+        if request.output is not None:
+            body["response_format"] = {
+                "type": "json_schema",
+                "json_schema": {
+                    "name": request.output.name,
+                    "schema": dict(request.output.schema),
+                    "strict": request.output.strict,
+                },
+            }
         return body
 
     def parser(self) -> _ChunkParser:

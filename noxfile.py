@@ -54,4 +54,5 @@ def bench(session: nox.Session) -> None:
     session.run("python", "benchmarks/openapi_parse.py")
     session.run("python", "benchmarks/many_agents.py")
     session.run("python", "benchmarks/parallel_tools.py")
+    session.run("python", "benchmarks/scheduling.py")
     session.run("python", "benchmarks/temporal_turns.py")

@@ -50,6 +50,8 @@ from ._events import StreamRestart as StreamRestart
 from ._events import TextDelta as TextDelta
 from ._events import ThinkingDelta as ThinkingDelta
 from ._events import ToolCallDelta as ToolCallDelta
+from ._events import ToolCallDequeued as ToolCallDequeued
+from ._events import ToolCallQueued as ToolCallQueued
 from ._events import ToolExecutionEnd as ToolExecutionEnd
 from ._events import ToolExecutionStart as ToolExecutionStart
 from ._events import ToolExecutionUpdate as ToolExecutionUpdate
@@ -68,6 +70,8 @@ from ._permissions import Approver as Approver
 from ._permissions import PermissionRequest as PermissionRequest
 from ._permissions import PermissionRule as PermissionRule
 from ._permissions import Permissions as Permissions
+from ._schedule import Claim as Claim
+from ._schedule import Schedule as Schedule
 from ._tool import AgentTool as AgentTool
 from ._tool import Batched as Batched
 from ._tool import ExecutionStrategy as ExecutionStrategy
@@ -111,6 +115,7 @@ __all__ = [
     "Approver",
     "AssistantMessage",
     "Batched",
+    "Claim",
     "CompactionConfig",
     "CompactionEnded",
     "CompactionRecord",
@@ -145,6 +150,7 @@ __all__ = [
     "PrunRecord",
     "PrunRequest",
     "QueueMode",
+    "Schedule",
     "Sequential",
     "StopKind",
     "StopReason",
@@ -159,6 +165,8 @@ __all__ = [
     "TokenEstimator",
     "ToolCall",
     "ToolCallDelta",
+    "ToolCallDequeued",
+    "ToolCallQueued",
     "ToolCancelled",
     "ToolContext",
     "ToolError",

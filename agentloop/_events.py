@@ -42,6 +42,8 @@ __all__ = [
     "TextDelta",
     "ThinkingDelta",
     "ToolCallDelta",
+    "ToolCallDequeued",
+    "ToolCallQueued",
     "ToolExecutionEnd",
     "ToolExecutionStart",
     "ToolExecutionUpdate",
@@ -132,6 +134,7 @@ class StopKind(enum.Enum):
     MAX_REQUESTS = "max_requests"  #: ``ExecutionLimits.max_requests``
     VETOED = "vetoed"  #: ``before_loop`` or ``before_turn`` returned False
     OUTPUT_FAILED = "output_failed"  #: no valid structured output within ``Output.retries``
+    DEADLINE = "deadline"  #: ``Schedule.run_timeout`` or ``turn_timeout`` passed
 
 
 @attrs.frozen(kw_only=True)
@@ -292,6 +295,31 @@ class ToolExecutionEnd(AgentEvent):
     result: ToolResult
     is_error: bool
     child_loop_id: str | None = None
+
+
+@attrs.frozen(kw_only=True)
+class ToolCallQueued(AgentEvent):
+    """A call cannot start yet: it waits for the budget or for a conflicting call.
+
+    Sent after its ``ToolExecutionStart``; ``reason`` says what it waits for
+    (``"waiting for the budget (50 calls running)"``, ``"waiting for
+    write_file (call_3): both use /src/a.py"``). :class:`ToolCallDequeued`
+    follows when it starts, unless it is cancelled first (its
+    ``ToolExecutionEnd`` then says so).
+    """
+
+    tool_call_id: str
+    tool_name: str
+    reason: str
+
+
+@attrs.frozen(kw_only=True)
+class ToolCallDequeued(AgentEvent):
+    """A queued call starts running, after waiting ``waited`` seconds."""
+
+    tool_call_id: str
+    tool_name: str
+    waited: float
 
 
 @attrs.frozen(kw_only=True)

@@ -9,6 +9,7 @@ import attrs
 import trio
 
 from ._errors import AgentloopError
+from ._schedule import Claim
 from ._types import TextContent, ToolResultContent
 
 __all__ = [
@@ -125,7 +126,12 @@ class AgentTool(Protocol):
     - ``replay_safe``: ``True`` if running a call again has no effect beyond the
       first run (read-only or idempotent); a session recovered after a crash
       runs such a call again, and answers any other with an error. Default
-      ``False``.
+      ``False``;
+    - ``resources(params) -> Claim``: what a call needs while it runs (keys it
+      reads or writes, or to run alone), so that conflicting calls anywhere in
+      the agent tree run one after another (see :class:`~agentloop.Claim`);
+    - ``exclusive``: ``True`` for a tool whose calls run alone (the same as a
+      ``resources`` that returns ``Claim(exclusive=True)``).
 
     ``execute`` receives the arguments, already checked against
     ``parameters_schema``, and returns a :class:`ToolResult`. To fail, raise
@@ -173,6 +179,7 @@ class ToolTraits:
     permission_subject: Callable[[Mapping[str, Any]], tuple[str, str]] | None = None
     prun_queue: Any = None
     replay_safe: bool = False
+    resources: Callable[[dict[str, Any]], Claim] | None = None
 
 
 _NO_TRAITS = ToolTraits()
@@ -188,9 +195,25 @@ def tool_traits(tool: object) -> ToolTraits:
     subject = getattr(tool, "permission_subject", None)
     queue = getattr(tool, "prun_queue", None)
     replay_safe = getattr(tool, "replay_safe", False) is True
-    if timeout is None and subject is None and queue is None and not replay_safe:
+    resources = getattr(tool, "resources", None)
+    if resources is None and getattr(tool, "exclusive", False) is True:
+        resources = _exclusive
+    if (
+        timeout is None
+        and subject is None
+        and queue is None
+        and not replay_safe
+        and resources is None
+    ):
         return _NO_TRAITS
-    return ToolTraits(timeout, subject, queue, replay_safe)
+    return ToolTraits(timeout, subject, queue, replay_safe, resources)
+
+
+_EXCLUSIVE = Claim(exclusive=True)
+
+
+def _exclusive(arguments: dict[str, Any]) -> Claim:
+    return _EXCLUSIVE
 
 
 # --------------------------------------------------------------------------- errors

@@ -67,7 +67,7 @@ def agent(calls: int, seconds: float, root: str | None = None) -> tuple[al.Agent
     tools: list[Any] = [tool]
     if root is not None:
         requests.append(call("bash", {"command": BASH_COMMAND}, id="bash"))
-        tools.append(BashTool(root))
+        tools.append(BashTool(root, exclusive=False))  # it runs beside the sleeps
     model = ScriptedProvider([reply(*requests), reply("done")])
     return al.Agent(model, tools=tools), tool
 

@@ -271,6 +271,16 @@ agent_events: dict[type[al.AgentEvent], SearchStrategy[Any]] = {
         is_error=st.booleans(),
         child_loop_id=optional_texts,
     ),
+    al.ToolCallQueued: st.builds(
+        al.ToolCallQueued, **_loop, tool_call_id=ids, tool_name=ids, reason=texts
+    ),
+    al.ToolCallDequeued: st.builds(
+        al.ToolCallDequeued,
+        **_loop,
+        tool_call_id=ids,
+        tool_name=ids,
+        waited=st.floats(min_value=0, max_value=1e6, allow_nan=False),
+    ),
     al.ProgressMessage: st.builds(
         al.ProgressMessage, **_loop, tool_call_id=ids, tool_name=ids, text=texts
     ),
@@ -351,6 +361,20 @@ STRATEGIES: dict[type, SearchStrategy[Any]] = {
     al.ToolCallDelta: tool_call_deltas,
     al.StreamRestart: stream_restarts,
     al.ExecutionLimits: execution_limits,
+    al.Claim: st.builds(
+        al.Claim,
+        exclusive=st.booleans(),
+        reads=st.frozensets(texts, max_size=3),
+        writes=st.frozensets(texts, max_size=3),
+        budget=st.booleans(),
+    ),
+    al.Schedule: st.builds(
+        al.Schedule,
+        max_concurrent=st.none() | st.integers(min_value=1, max_value=1000),
+        per_tool=st.dictionaries(ids, st.integers(min_value=1, max_value=100), max_size=3),
+        run_timeout=st.none() | st.floats(min_value=0.001, max_value=1e6),
+        turn_timeout=st.none() | st.floats(min_value=0.001, max_value=1e6),
+    ),
     al.Sequential: st.builds(al.Sequential),
     al.Parallel: st.builds(al.Parallel),
     al.Batched: st.builds(al.Batched, size=st.integers(min_value=1, max_value=64)),

@@ -71,10 +71,12 @@ def test_temporal_turns() -> None:
 
 def test_sse_decode() -> None:
     """The generated streams decode and parse back to what was built."""
-    lines = bench("sse_decode.py", "--size", "0.05", "--answer-mb", "0.01", "--repeat", "1")
-    assert "built and checked 6 streams in" in "\n".join(lines)
+    tiny = ["--size", "0.05", "--answer-mb", "0.01", "--repeat", "1", "--e2e-repeat", "1"]
+    lines = bench("sse_decode.py", *tiny)
+    assert "built and checked 9 streams in" in "\n".join(lines)
     assert any(line.startswith("anthropic mixed ") for line in lines)
     assert any(line.startswith("openai mixed ") for line in lines)
+    assert any(line.startswith("responses mixed ") for line in lines)
 
 
 @pytest.mark.parametrize("with_rg", [True, False], ids=["rg", "no-rg"])
@@ -121,3 +123,21 @@ def test_openapi_parse() -> None:
     lines = bench("openapi_parse.py", "--repeat", "1")
     rows = {line.split()[0]: line.split()[1] for line in lines[2:]}
     assert rows == {"petstore-3.0.yaml": "19", "museum-3.1.yaml": "9", "github-api.json": "1223"}
+
+
+def test_scheduling() -> None:
+    """Every side runs every call within the budget and without clashes before timing."""
+    lines = bench(
+        "scheduling.py", "--calls", "40", "--budget", "5", "--agents", "4", "--repeat", "1"
+    )
+    assert lines[0] == "40 tool calls, budget 5, median of 1 runs"
+    assert lines[-1].startswith("scheduling cost per call: ")
+    rows = [line.split(" | ")[0].strip() for line in lines if " | " in line][1:]
+    assert rows == [
+        "trio.CapacityLimiter(budget): acquire, checkpoint, release",
+        "agentloop Scheduler, the same work",
+        "agentloop Scheduler, 20 keys read, 1 in 10 written",
+        "agent tree (4 sub-agents), no schedule",
+        "agent tree, its tools share a trio.CapacityLimiter(5)",
+        "agent tree, Schedule(max_concurrent=5)",
+    ]

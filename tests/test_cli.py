@@ -439,6 +439,21 @@ def test_tool_calls_progress_output_and_results() -> None:
     ]
 
 
+def test_calls_waiting_for_the_schedule_say_so() -> None:
+    """ToolCallQueued says what the call waits for; ToolCallDequeued how long it waited."""
+    output = render(
+        al.ToolCallQueued(
+            loop_id=L, tool_call_id="c2", tool_name="write_file",
+            reason="waiting for write_file (c1): both use /w/a.md",
+        ),
+        al.ToolCallDequeued(loop_id=L, tool_call_id="c2", tool_name="write_file", waited=1.5),
+    )  # fmt: skip
+    assert output.splitlines() == [
+        "  ⏸ write_file is waiting for write_file (c1): both use /w/a.md",
+        "  ▶ write_file starts (waited 1.5s)",
+    ]
+
+
 def test_errors_stops_queued_messages_and_context_events() -> None:
     """Model errors in red, a stopped run, steering the loop took, compaction and pruning."""
     prompt = al.UserMessage.text("start")

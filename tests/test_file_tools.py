@@ -189,6 +189,23 @@ async def test_symlink_escape_refused(root: Path, kind: str) -> None:
     assert outside.read_text() == "secret"
 
 
+@pytest.mark.parametrize("kind", sorted(TOOLS))
+@pytest.mark.parametrize(
+    ("path", "error"),
+    [
+        ("~no-such-user-4242/a.txt", "Could not determine home directory."),
+        ("\ud800.txt", "'utf-8' codec can't encode character '\\ud800' in position "),
+    ],
+)
+async def test_a_path_that_cannot_be_resolved_is_a_tool_error(
+    root: Path, kind: str, path: str, error: str
+) -> None:
+    """An unknown ~user or a lone surrogate: the model is told, no raw exception."""
+    cls, extra = TOOLS[kind]
+    message = await fails(cls(root), path=path, **extra)
+    assert message.startswith(f"Cannot resolve path {path!r}: {error}")
+
+
 async def test_absolute_path_inside_root_is_accepted(root: Path) -> None:
     """An absolute path inside the root works, and the result shows it root-relative."""
     (root / "a.txt").write_text("hi\n")

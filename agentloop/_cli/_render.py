@@ -13,6 +13,7 @@ from rich.console import Console
 from rich.text import Text
 
 from .. import _events as ev
+from .._tool import format_duration
 from .._types import AssistantMessage, StopReason, Usage, UserMessage
 
 __all__ = ["Renderer", "Screen", "make_console", "summarize_args"]
@@ -163,6 +164,10 @@ class Renderer:
                 screen.line(f"→ {name}({summarize_args(args)})", "cyan")
             case ev.ProgressMessage(text=text):
                 screen.line(f"  … {text}", "dim")
+            case ev.ToolCallQueued(tool_name=name, reason=reason):
+                screen.line(f"  ⏸ {name} is {reason}", "dim")
+            case ev.ToolCallDequeued(tool_name=name, waited=waited):
+                screen.line(f"  ▶ {name} starts (waited {format_duration(waited)})", "dim")
             case ev.ToolExecutionUpdate(tool_call_id=call_id, partial_result=partial):
                 self._update(call_id, partial.text_content, partial.details)
             case ev.ToolExecutionEnd(tool_name=name, result=result, is_error=is_error):

@@ -11,6 +11,7 @@ from .._check import number_field
 from .._context import CompactionConfig
 from .._events import AgentEvent
 from .._permissions import Permissions
+from .._schedule import Schedule
 from .._tool import ExecutionStrategy, Parallel
 from .._types import Message, Usage, UserMessage
 from ..providers import Provider, ThinkingLevel
@@ -144,6 +145,11 @@ class AgentLoopConfig:
             (an attrs class, a dataclass, a ``TypedDict``...), a JSON Schema
             dict, or an :class:`~agentloop.Output` for the mode and retries.
             Stored as an ``Output``; ``None``: the answer is the model's text.
+        schedule: Limits on tool calls running at once in the whole agent tree
+            (and per tool), and the run's and each turn's deadlines
+            (:class:`~agentloop.Schedule`). Exclusive tools and resource keys
+            are honoured with or without it. A sub-agent shares its root's
+            budget; its own deadlines apply inside its parent's.
     """
 
     provider: Provider
@@ -170,6 +176,7 @@ class AgentLoopConfig:
     after_compaction_end: AfterCompactionHook | None = None
     journal: Journal | None = None
     output_type: Output[Any] | None = attrs.field(default=None, converter=as_output)
+    schedule: Schedule | None = None
 
 
 class LoopSettings(TypedDict, total=False):
@@ -197,6 +204,7 @@ class LoopSettings(TypedDict, total=False):
     after_compaction_end: AfterCompactionHook | None
     journal: Journal | None
     output_type: Any
+    schedule: Schedule | None
 
 
 _SETTINGS = frozenset(LoopSettings.__annotations__)

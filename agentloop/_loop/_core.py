@@ -63,6 +63,8 @@ from .._events import (
     StreamRestart,
     TextDelta,
     ToolCallDelta,
+    ToolCallDequeued,
+    ToolCallQueued,
     ToolExecutionEnd,
     ToolExecutionStart,
     ToolExecutionUpdate,
@@ -92,11 +94,13 @@ from ._stream import PartialMessage
 __all__ = [
     "ABORTED_TEXT",
     "CHECKPOINT",
+    "DEADLINE_TEXT",
     "ENDED_TEXT",
     "NOT_RUN_TEXT",
     "OUTPUT_ACCEPTED_TEXT",
     "OUTPUT_GIVEN_TEXT",
     "SKIPPED_TEXT",
+    "TURN_DEADLINE_TEXT",
     "VETOED_TEXT",
     "Action",
     "AskModel",
@@ -117,6 +121,8 @@ SKIPPED_TEXT: Final = "Skipped due to queued user message."
 VETOED_TEXT: Final = "Tool execution skipped by before_tool_execution hook."
 ABORTED_TEXT: Final = "Cancelled: the run was aborted."
 ENDED_TEXT: Final = "Cancelled: the run ended before this tool call finished."
+DEADLINE_TEXT: Final = "Cancelled: the run's deadline passed."
+TURN_DEADLINE_TEXT: Final = "Cancelled: the turn's deadline passed."
 NOT_RUN_TEXT: Final = "Not executed: the model's reply ended with an error."
 OUTPUT_ACCEPTED_TEXT: Final = "Final result accepted."
 OUTPUT_GIVEN_TEXT: Final = "Not executed: the final result was given in the same reply."
@@ -460,9 +466,17 @@ class LoopCore:
             self._unannounced.append(prompt)
         return True
 
-    def finish(self, aborted: bool) -> Phase:
-        """Settle an abort, send ``AgentEnd``, run after_loop. Returns the run's new messages."""
-        if aborted:
+    def finish(
+        self, aborted: bool, deadline: AgentStop | None = None, call_text: str = DEADLINE_TEXT
+    ) -> Phase:
+        """Settle an abort or a passed ``deadline`` (its calls answered ``call_text``),
+        send ``AgentEnd``, run after_loop. Returns the run's new messages."""
+        if deadline is not None:
+            self.stop = deadline
+            yield from self._settle_owed(
+                *self.settle(StopReason.ABORTED, deadline.message, call_text)
+            )
+        elif aborted:
             self.stop = AgentStop(StopKind.ABORTED, "the run was aborted")
             yield from self._settle_owed(*self.settle(StopReason.ABORTED, "Aborted", ABORTED_TEXT))
         yield from self._send_end()
@@ -891,6 +905,20 @@ class LoopCore:
         after = config.after_tool_execution_update
         if after is not None:
             yield CallHook(after, (call.name, call.id, text))
+
+    def queued(self, state: CallState, reason: str) -> ToolCallQueued:
+        """The event for a call that waits for the budget or a conflicting call."""
+        call = state.call
+        return ToolCallQueued(
+            loop_id=self.loop_id, tool_call_id=call.id, tool_name=call.name, reason=reason
+        )
+
+    def dequeued(self, state: CallState, waited: float) -> ToolCallDequeued:
+        """The event for a queued call that starts."""
+        call = state.call
+        return ToolCallDequeued(
+            loop_id=self.loop_id, tool_call_id=call.id, tool_name=call.name, waited=waited
+        )
 
     def progress(self, state: CallState, text: str) -> ProgressMessage:
         """The event for a line of progress a running call reported."""

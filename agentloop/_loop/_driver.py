@@ -29,14 +29,25 @@ from typing import Any
 import trio
 
 from .._context import AgentContext, compact
-from .._events import AgentEvent, StreamDelta
-from .._tool import AgentTool, ToolCancelled, ToolContext, ToolError, ToolResult, ToolTimeout
+from .._events import AgentEvent, AgentStop, StopKind, StreamDelta, TurnEnd, TurnStart
+from .._schedule import NO_CLAIM, Scheduler, Ticket, current_scheduler, use_scheduler
+from .._tool import (
+    AgentTool,
+    ToolCancelled,
+    ToolContext,
+    ToolError,
+    ToolResult,
+    ToolTimeout,
+    format_duration,
+)
 from .._types import AssistantMessage, Message, TextContent, ToolCall, UserMessage
 from .._util import HookFailure, describe_exception, raise_single, require_trio, single_leaf
 from ..providers import ProviderError
 from ._config import AgentLoopConfig
 from ._core import (
     CHECKPOINT,
+    DEADLINE_TEXT,
+    TURN_DEADLINE_TEXT,
     AskModel,
     CallHook,
     CallState,
@@ -138,13 +149,17 @@ class TrioDriver:
     """
 
     __slots__ = (
+        "_deadline",
         "_journal",
         "_nowait",
         "_queued",
         "_receiver_gone",
+        "_run_deadline",
         "_send",
+        "_turn_timeout",
         "abort_scope",
         "core",
+        "scheduler",
     )
 
     def __init__(
@@ -171,6 +186,11 @@ class TrioDriver:
         self._queued = False  # events queued since the consumer last had a chance to run
         self._journal = config.journal
         self._receiver_gone = False
+        self.scheduler: Scheduler | None = None  # the tree's, found when the run starts
+        schedule = config.schedule
+        self._turn_timeout = None if schedule is None else schedule.turn_timeout
+        self._run_deadline = math.inf
+        self._deadline = trio.CancelScope()  # the run's deadline, and each turn's
 
     @property
     def ending(self) -> bool:
@@ -180,21 +200,44 @@ class TrioDriver:
     async def run(self, prompts: Sequence[UserMessage]) -> tuple[Message, ...]:
         """Run to the end; the messages the run added. Raises what the run raised."""
         core = self.core
-        try:
-            # One pass of the scheduler first: tasks started with this run (a sub-agent's
-            # watcher, say) are in place before the run does anything.
-            await trio.lowlevel.checkpoint()
-            if not await self.drive(core.start(prompts)):
-                return ()
-            with self.abort_scope:
-                await self.drive(core.turns())
-            messages: tuple[Message, ...] = await self.drive(
-                core.finish(self.abort_scope.cancelled_caught)
-            )
-            return messages
-        except BaseException as error:
-            core.interrupted(isinstance(error, trio.Cancelled), describe_exception(error))
-            raise
+        # The agent tree shares one scheduler: a sub-agent's loop finds its parent's.
+        scheduler = current_scheduler()
+        with use_scheduler(scheduler or Scheduler(core.config.schedule)) as self.scheduler:
+            try:
+                # One pass of the scheduler first: tasks started with this run (a sub-agent's
+                # watcher, say) are in place before the run does anything.
+                await trio.lowlevel.checkpoint()
+                if not await self.drive(core.start(prompts)):
+                    return ()
+                schedule = core.config.schedule
+                if schedule is not None and schedule.run_timeout is not None:
+                    self._run_deadline = trio.current_time() + schedule.run_timeout
+                    self._deadline.deadline = self._run_deadline
+                with self.abort_scope, self._deadline:
+                    await self.drive(core.turns())
+                deadline: AgentStop | None = None
+                text = DEADLINE_TEXT
+                if self._deadline.cancelled_caught:
+                    deadline, text = self._deadline_passed()
+                messages: tuple[Message, ...] = await self.drive(
+                    core.finish(self.abort_scope.cancelled_caught, deadline, text)
+                )
+                return messages
+            except BaseException as error:
+                core.interrupted(isinstance(error, trio.Cancelled), describe_exception(error))
+                raise
+
+    def _deadline_passed(self) -> tuple[AgentStop, str]:
+        """Which deadline passed: the run's, or the turn's."""
+        schedule = self.core.config.schedule
+        assert schedule is not None
+        if trio.current_time() >= self._run_deadline:
+            assert schedule.run_timeout is not None
+            message = f"Deadline reached ({format_duration(schedule.run_timeout)})"
+            return AgentStop(StopKind.DEADLINE, message), DEADLINE_TEXT
+        assert schedule.turn_timeout is not None
+        message = f"Turn deadline reached ({format_duration(schedule.turn_timeout)})"
+        return AgentStop(StopKind.DEADLINE, message), TURN_DEADLINE_TEXT
 
     async def drive(self, phase: Phase) -> Any:
         """Carry out a phase's actions until it returns; return what it returns."""
@@ -203,6 +246,8 @@ class TrioDriver:
             while True:
                 action = phase.send(outcome)
                 if isinstance(action, AgentEvent):
+                    if self._turn_timeout is not None:
+                        self._time_turn(action)
                     await self.emit(action)
                     outcome = None
                 elif isinstance(action, CallHook):
@@ -214,6 +259,16 @@ class TrioDriver:
                     outcome = await self._perform(action)
         except StopIteration as stop:
             return stop.value
+
+    def _time_turn(self, event: AgentEvent) -> None:
+        """A turn starts: its deadline is the nearer of the run's and its own; it ends:
+        the run's again."""
+        if type(event) is TurnStart:
+            assert self._turn_timeout is not None
+            turn = trio.current_time() + self._turn_timeout
+            self._deadline.deadline = min(self._run_deadline, turn)
+        elif type(event) is TurnEnd:
+            self._deadline.deadline = self._run_deadline
 
     async def emit(self, event: AgentEvent) -> None:
         """Queue an event; wait only while the consumer is behind. A closed receiver is ignored.
@@ -288,12 +343,23 @@ class TrioDriver:
                 return ModelFailed(str(error))
         if isinstance(action, RunCalls):
             calls = action.calls
-            if len(calls) == 1:
-                await self._call(*calls[0])
-            else:
-                async with trio.open_nursery() as nursery:
-                    for state, entry, timeout in calls:
-                        nursery.start_soon(self._call, state, entry, timeout)
+            # Places are taken in the order of the model's calls, before any runs:
+            # who waits for whom does not depend on the order tasks are scheduled in.
+            places = [self._place(state, entry) for state, entry, _ in calls]
+            try:
+                for (state, _, _), place in zip(calls, places, strict=True):
+                    if isinstance(place, _Place) and place.reason is not None:
+                        await self.emit(self.core.queued(state, place.reason))
+                if len(calls) == 1:
+                    await self._call(*calls[0], places[0])
+                else:
+                    async with trio.open_nursery() as nursery:
+                        for (state, entry, timeout), place in zip(calls, places, strict=True):
+                            nursery.start_soon(self._call, state, entry, timeout, place)
+            finally:
+                for place in places:  # the places of calls cancelled before they ran
+                    if isinstance(place, _Place):
+                        place.scheduler.release(place.ticket)
             return None
         if isinstance(action, Compact):
             core = self.core
@@ -306,22 +372,65 @@ class TrioDriver:
             )
         raise AssertionError(f"unknown action {action!r}")  # pragma: no cover
 
+    def _place(self, state: CallState, entry: ToolEntry) -> _Place | ToolResult | None:
+        """The call's place with the scheduler (taken, or queued), or the failure of its
+        ``resources``, or None for a call that needs no place."""
+        scheduler = self.scheduler
+        if scheduler is None:
+            return None
+        claim = NO_CLAIM
+        if entry.resources is not None:
+            try:
+                claim = entry.claim(state.call.arguments)
+            except Exception as error:
+                return ToolResult.text(f"Cannot schedule the call: {describe_exception(error)}")
+        if not claim.budget and claim.trivial:
+            return None
+        call = state.call
+        ticket = Ticket(call.name, call.id, self.core.loop_id, claim)
+        return _Place(scheduler, ticket, scheduler.try_start(ticket))
+
     async def _call(
         self,
         state: CallState,
         entry: ToolEntry,
         timeout: float | None,  # noqa: ASYNC109 - passed to run_tool_call
+        place: _Place | ToolResult | None,
     ) -> None:
-        reporter = _Reporter(self, state)
-        result, is_error = await run_tool_call(
-            entry.tool,
-            state.call,
-            timeout,
-            loop_id=self.core.loop_id,
-            on_update=reporter.update,
-            on_progress=reporter.progress,
-        )
+        if isinstance(place, ToolResult):
+            await self.drive(self.core.call_ended(state, place, True))
+            return
+        if place is not None and place.reason is not None:
+            # (ToolCallQueued is sent.) Waiting is cancelled like the call itself (an
+            # abort, a deadline); the call then gets its result from the core's settling.
+            since = trio.current_time()
+            await place.scheduler.wait(place.ticket)
+            await self.emit(self.core.dequeued(state, trio.current_time() - since))
+        try:
+            reporter = _Reporter(self, state)
+            result, is_error = await run_tool_call(
+                entry.tool,
+                state.call,
+                timeout,
+                loop_id=self.core.loop_id,
+                on_update=reporter.update,
+                on_progress=reporter.progress,
+            )
+        finally:
+            if place is not None:
+                place.scheduler.release(place.ticket)
         await self.drive(self.core.call_ended(state, result, is_error))
+
+
+class _Place:
+    """A call's ticket with the tree's scheduler; ``reason`` is why it waits (None: it runs)."""
+
+    __slots__ = ("reason", "scheduler", "ticket")
+
+    def __init__(self, scheduler: Scheduler, ticket: Ticket, reason: str | None) -> None:
+        self.scheduler = scheduler
+        self.ticket = ticket
+        self.reason = reason
 
 
 async def _run(driver: TrioDriver, prompts: Sequence[UserMessage]) -> tuple[Message, ...]:

@@ -13,6 +13,7 @@ import jsonschema.exceptions
 import jsonschema.validators
 
 from .._check import check_number
+from .._schedule import Claim, claim_of
 from .._tool import AgentTool, InvalidArgs, tool_traits
 from .._types import ToolCall
 from ..providers import ToolDefinition
@@ -23,14 +24,30 @@ _QUOTE_LIMIT = 2000
 
 
 class ToolEntry:
-    """One tool of a run: the tool, its compiled validator, its own timeout."""
+    """One tool of a run: the tool, its compiled validator, its own timeout, its claims."""
 
-    __slots__ = ("timeout", "tool", "validator")
+    __slots__ = ("resources", "timeout", "tool", "validator")
 
-    def __init__(self, tool: AgentTool, validator: Any, timeout: float | None) -> None:
+    def __init__(
+        self,
+        tool: AgentTool,
+        validator: Any,
+        timeout: float | None,
+        resources: Callable[[dict[str, Any]], Claim] | None = None,
+    ) -> None:
         self.tool = tool
         self.validator = validator
         self.timeout = timeout
+        self.resources = resources
+
+    def claim(self, arguments: dict[str, Any]) -> Claim:
+        """What a call with ``arguments`` needs while it runs (``resources`` must not
+        change them).
+
+        Raises:
+            TypeError: ``resources`` did not return a :class:`~agentloop.Claim`.
+        """
+        return claim_of(self.resources, arguments)
 
 
 # Compiling a schema (check_schema above all) takes about a millisecond. Validators are
@@ -185,9 +202,12 @@ class ToolRegistry:
                     raise TypeError(f"{tool!r} is not a tool: it has no {attribute!r}")
             if tool.name in self._entries:
                 raise ValueError(f"two tools are named {tool.name!r}; tool names must be unique")
-            timeout = tool_traits(tool).timeout
+            traits = tool_traits(tool)
+            timeout = traits.timeout
             check_number(timeout, f"tool {tool.name!r}: timeout", above=0, optional=True)
-            self._entries[tool.name] = ToolEntry(tool, compile_schema(tool), timeout)
+            self._entries[tool.name] = ToolEntry(
+                tool, compile_schema(tool), timeout, traits.resources
+            )
         self.definitions = tuple(
             ToolDefinition(e.tool.name, e.tool.description, e.tool.parameters_schema)
             for e in self._entries.values()

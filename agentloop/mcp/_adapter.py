@@ -12,6 +12,7 @@ import mcp.types as mcp_types
 import trio
 
 from .._names import model_tool_name, unique_name
+from .._schedule import NO_CLAIM, Claim
 from .._secrets import Redactor
 from .._tool import ToolContext, ToolError, ToolResult
 from .._types import TextContent
@@ -27,6 +28,7 @@ class ToolHost(Protocol):
     name: str
     call_timeout: float | None
     max_result_bytes: int
+    destructive_exclusive: bool
 
     @property
     def redactor(self) -> Redactor: ...
@@ -79,6 +81,12 @@ class McpToolAdapter:
         replay_safe: Whether a call may run again after a crash (see
             :class:`~agentloop.AgentTool`): ``replay`` if set, else whether
             the server hints the tool is read-only or idempotent.
+
+    What a call claims, for the scheduler (:meth:`resources`), follows the
+    server's hints too, with the key ``"mcp:<server name>"``: a read-only tool
+    reads it, a destructive one writes it (so it waits for, and holds off, the
+    server's other read-only and destructive calls), unless the connection's
+    ``destructive_exclusive`` is False; a tool with neither hint claims nothing.
 
     A call's result maps the server's content (see
     :func:`~agentloop.mcp.open_mcp`); ``details`` has ``structured`` (the
@@ -142,6 +150,20 @@ class McpToolAdapter:
     def read_only(self) -> bool:
         """Whether the server says the tool does not change anything (``readOnlyHint``)."""
         return self.annotations.get("readOnlyHint") is True
+
+    def resources(self, params: dict[str, Any]) -> Claim:
+        """What a call claims, from the server's hints; the key is ``"mcp:<server name>"``.
+
+        ``readOnlyHint``: ``Claim(reads={key})``. Else ``destructiveHint``:
+        ``Claim(writes={key})``, or ``Claim()`` if the connection's
+        ``destructive_exclusive`` is False. Neither hint: ``Claim()``.
+        """
+        if self.read_only:
+            return Claim(reads={f"mcp:{self.connection.name}"})
+        destructive = self.annotations.get("destructiveHint") is True
+        if destructive and self.connection.destructive_exclusive:
+            return Claim(writes={f"mcp:{self.connection.name}"})
+        return NO_CLAIM
 
     async def execute(self, params: dict[str, Any], ctx: ToolContext) -> ToolResult:
         """Call the tool on the server; see the class docstring.

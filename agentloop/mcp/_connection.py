@@ -161,6 +161,9 @@ class McpConnection:
             context (see :func:`~agentloop.mcp.open_mcp`).
         redactor: Keeps the credentials sent to the server (headers, URL
             password, secret ``env`` values) out of results and errors.
+        destructive_exclusive: Whether a call of a tool the server hints is
+            destructive claims the server (see
+            :meth:`~agentloop.mcp.McpToolAdapter.resources`).
     """
 
     def __init__(
@@ -174,8 +177,10 @@ class McpConnection:
         on_tools_changed: Callable[[McpConnection], Any] | None = None,
         protocol: str = "auto",
         max_result_bytes: int = DEFAULT_MAX_RESULT_BYTES,
+        destructive_exclusive: bool = True,
     ) -> None:
         self.max_result_bytes = max_result_bytes
+        self.destructive_exclusive = destructive_exclusive
         self.server = server
         #: Keeps the credentials this connection sends out of what it reports.
         self.redactor = Redactor(server_secrets(server))

@@ -60,6 +60,7 @@ async def open_mcp(
     on_tools_changed: Callable[[McpConnection], Any] | None = None,
     protocol: str = "auto",
     max_result_bytes: int = DEFAULT_MAX_RESULT_BYTES,
+    destructive_exclusive: bool = True,
 ) -> AsyncIterator[McpConnection]:
     """Connect to an MCP server for the duration of the block; yield the connection.
 
@@ -71,8 +72,8 @@ async def open_mcp(
     group is ended, bounded).
 
     Args:
-        name: The server's name in messages (default: the command's or the
-            URL host's name).
+        name: The server's name in messages and in its tools' scheduling key
+            ``"mcp:<name>"`` (default: the command's or the URL host's name).
         prefix: Tool names become ``PREFIX__tool``; the server is still called
             with the tool's own name.
         call_timeout: Seconds a tool call may take (the tools' ``timeout``);
@@ -91,6 +92,13 @@ async def open_mcp(
             giving the full size. Images over 5 MiB are described instead;
             structured content or binary data in ``details`` over the limit
             is left out, its size in ``details["omitted"]``.
+        destructive_exclusive: A call of a tool the server hints is destructive
+            (``destructiveHint``, and not ``readOnlyHint``) claims the key
+            ``"mcp:<name>"`` as written, so it runs apart from the server's
+            other read-only and destructive calls, anywhere in the agent tree.
+            False: such a call claims nothing. A read-only tool's calls always
+            claim the key as read (they run together); see
+            :meth:`~agentloop.mcp.McpToolAdapter.resources`.
 
     What a server sends back (results, errors, progress) never holds the
     credentials sent to it: header values, a basic ``auth``, the URL's
@@ -115,6 +123,7 @@ async def open_mcp(
         on_tools_changed=on_tools_changed,
         protocol=protocol,
         max_result_bytes=max_result_bytes,
+        destructive_exclusive=destructive_exclusive,
     )
     try:
         async with trio.open_nursery() as nursery:
@@ -167,12 +176,14 @@ async def open_mcp_servers(
     connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
     protocol: str = "auto",
     max_result_bytes: int = DEFAULT_MAX_RESULT_BYTES,
+    destructive_exclusive: bool = True,
 ) -> AsyncIterator[McpServers]:
     """Connect to every server of an ``mcpServers`` configuration, all at once.
 
     ``config`` is as for :func:`load_mcp_config` (a path or the parsed JSON).
     With ``prefix``, each server's tools are named ``<server name>__<tool>``.
-    Each connection is as :func:`open_mcp` makes it.
+    Each connection is as :func:`open_mcp` makes it; a server's scheduling key
+    is ``"mcp:<server name>"`` (its name in the configuration).
 
     Raises:
         McpConnectionError: a server could not be connected and ``required``
@@ -193,6 +204,7 @@ async def open_mcp_servers(
             connect_timeout=connect_timeout,
             protocol=protocol,
             max_result_bytes=max_result_bytes,
+            destructive_exclusive=destructive_exclusive,
         )
         for name, spec in specs.items()
     }

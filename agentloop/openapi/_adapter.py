@@ -15,6 +15,7 @@ import attrs
 import httpx2
 import trio
 
+from .._schedule import NO_CLAIM, Claim
 from .._secrets import Redactor, header_secrets
 from .._tool import ToolContext, ToolError, ToolResult, format_duration
 from .._types import ImageContent, TextContent, ToolResultContent
@@ -30,6 +31,7 @@ __all__ = ["OpenApiToolAdapter"]
 _ERROR_BODY_CHARS = 2000
 _DRAIN_LIMIT = 16 * 1024 * 1024  # past this, a long body is left unread
 _IMAGE_TYPES = ("image/png", "image/jpeg", "image/gif", "image/webp")
+_READ_METHODS = frozenset({"get", "head"})
 
 
 @attrs.frozen(eq=False)
@@ -50,6 +52,9 @@ class OpenApiToolAdapter:
     credential sent (token, password, key, the ``Authorization`` value, in
     their plain, percent-encoded, JSON-escaped and base64 forms) is ``***`` in
     whatever the response brings back.
+
+    For the scheduler (:meth:`resources`), a ``GET`` or ``HEAD`` call reads the
+    key ``"openapi:<base_url>"``; other methods claim nothing.
     """
 
     name: str
@@ -71,6 +76,17 @@ class OpenApiToolAdapter:
     def timeout(self) -> None:
         """None: the request's own timeout (``config.timeout``) applies, with a clearer error."""
         return None
+
+    def resources(self, params: dict[str, Any]) -> Claim:
+        """``Claim(reads={"openapi:<base_url>"})`` for ``GET`` and ``HEAD``, else ``Claim()``.
+
+        Only a call whose claim writes that key (a tool of your own) waits for
+        a read; the API's other operations claim nothing, so they run beside
+        each other and beside reads.
+        """
+        if self.method.lower() in _READ_METHODS:
+            return Claim(reads={f"openapi:{self.base_url}"})
+        return NO_CLAIM
 
     # ----------------------------------------------------------------- factories
 

@@ -19,6 +19,10 @@ as they arrive. What it guarantees:
   ``PGPASSWORD``, ``SSH_AUTH_SOCK``...), whose value looks like one (a URL
   with a password, a ``ghp_``/``sk-`` token), or that match ``env_deny`` are
   not passed on, unless ``env_allow`` names them (see ``_environ``).
+- **One at a time.** A command can touch anything, so by default a call runs
+  alone: no other tool call in the agent tree runs beside it (its claim is
+  ``Claim(exclusive=True)``). ``BashTool(exclusive=False)`` lets commands run
+  beside other calls.
 
 The deny list (regular expressions searched in the command text) is a
 seatbelt against accidents (``rm -rf /`` typed by a model that meant
@@ -42,6 +46,7 @@ import trio
 
 from .._check import number_field
 from .._process import end_group, start
+from .._schedule import NO_CLAIM, Claim
 from .._tool import InvalidArgs, ToolContext, ToolError, ToolResult, format_duration
 from ._environ import filter_environment
 from ._workspace import Workspace, as_workspace
@@ -72,6 +77,7 @@ _CHUNK = 65536
 _UPDATE_INTERVAL = 0.1  # seconds between two updates of one stream...
 _UPDATE_BYTES = 8192  # ...unless this much is waiting
 _PIPE_LINGER = 0.5  # how long the pipes may stay open once the leader has exited
+_RUNS_ALONE = Claim(exclusive=True)
 
 
 _positive = number_field(above=0, owner="BashTool")
@@ -139,6 +145,11 @@ class BashTool:
             :data:`DEFAULT_DENY`); a list's patterns describe themselves.
         shell: The shell, run as ``[shell, "-c", command]``.
         grace: Seconds between SIGTERM and SIGKILL.
+        exclusive: Each call runs alone: no other tool call anywhere in the
+            agent tree runs while a command does, and the next call waits for
+            it (a command can touch any file, so nothing else is safe beside
+            it). False: commands run beside other calls, and each other,
+            claiming nothing.
     """
 
     workspace: Workspace = attrs.field(factory=Workspace, converter=as_workspace)
@@ -157,6 +168,7 @@ class BashTool:
     )
     shell: str = attrs.field(default="bash", kw_only=True)
     grace: float = attrs.field(default=2.0, kw_only=True, validator=_non_negative)
+    exclusive: bool = attrs.field(default=True, kw_only=True)
     _deny_patterns: tuple[tuple[str, re.Pattern[str]], ...] = attrs.field(init=False, repr=False)
     description: str = attrs.field(init=False, repr=False)
     parameters_schema: dict[str, Any] = attrs.field(init=False, repr=False)
@@ -213,6 +225,10 @@ class BashTool:
     def permission_subject(self, params: Mapping[str, Any]) -> tuple[str, str]:
         """``("command", <the command text>)``."""
         return ("command", params["command"])
+
+    def resources(self, params: dict[str, Any]) -> Claim:
+        """``Claim(exclusive=True)``, or ``Claim()`` with ``exclusive=False``."""
+        return _RUNS_ALONE if self.exclusive else NO_CLAIM
 
     async def execute(self, params: dict[str, Any], ctx: ToolContext) -> ToolResult:
         """Run the command; see the class docstring.

@@ -13,6 +13,7 @@ from typing import Any
 import attrs
 import trio
 
+from .._schedule import Claim
 from .._tool import InvalidArgs, ToolContext, ToolError, ToolResult
 from ._files import (
     SNIFF_BYTES,
@@ -27,7 +28,7 @@ from ._files import (
     split_lines,
     stat_file,
 )
-from ._workspace import Workspace, as_workspace, path_lock, path_subject
+from ._workspace import Workspace, as_workspace, path_claim, path_lock, path_subject
 
 __all__ = ["EditFileTool"]
 
@@ -396,6 +397,10 @@ class EditFileTool:
     def permission_subject(self, params: Mapping[str, Any]) -> tuple[str, str]:
         """``("path", <the root-relative path>)``, or the raw path if it leaves the root."""
         return path_subject(self.workspace, params)
+
+    def resources(self, params: dict[str, Any]) -> Claim:
+        """``Claim(writes={<the resolved absolute path>})``: see :func:`path_claim`."""
+        return path_claim(self.workspace, params, writes=True)
 
     async def execute(self, params: dict[str, Any], ctx: ToolContext) -> ToolResult:
         """Apply the edits; see the class docstring."""

@@ -18,9 +18,10 @@ from typing import Any
 import attrs
 import trio
 
+from .._schedule import Claim
 from .._tool import InvalidArgs, ToolContext, ToolError, ToolResult
 from .._types import ImageContent, TextContent
-from ._workspace import Workspace, as_workspace, path_lock, path_subject
+from ._workspace import Workspace, as_workspace, path_claim, path_lock, path_subject
 
 __all__ = ["ReadFileTool", "WriteFileTool", "atomic_write"]
 
@@ -285,6 +286,10 @@ class ReadFileTool:
         """``("path", <the root-relative path>)``, or the raw path if it leaves the root."""
         return path_subject(self.workspace, params)
 
+    def resources(self, params: dict[str, Any]) -> Claim:
+        """``Claim(reads={<the resolved absolute path>})``: see :func:`path_claim`."""
+        return path_claim(self.workspace, params)
+
     async def execute(self, params: dict[str, Any], ctx: ToolContext) -> ToolResult:
         """Read the file; see the class docstring."""
         raw = path_param(params)
@@ -432,6 +437,10 @@ class WriteFileTool:
     def permission_subject(self, params: Mapping[str, Any]) -> tuple[str, str]:
         """``("path", <the root-relative path>)``, or the raw path if it leaves the root."""
         return path_subject(self.workspace, params)
+
+    def resources(self, params: dict[str, Any]) -> Claim:
+        """``Claim(writes={<the resolved absolute path>})``: see :func:`path_claim`."""
+        return path_claim(self.workspace, params, writes=True)
 
     async def execute(self, params: dict[str, Any], ctx: ToolContext) -> ToolResult:
         """Write the file; see the class docstring."""

@@ -16,9 +16,10 @@ from typing import Any
 import attrs
 import trio
 
+from .._schedule import Claim
 from .._tool import InvalidArgs, ToolContext, ToolError, ToolResult, format_duration
 from ._ignore import Glob, IgnoreTree, walk_files
-from ._workspace import Workspace, as_workspace, path_subject
+from ._workspace import Workspace, as_workspace, path_claim, path_subject
 
 __all__ = ["ListFilesTool"]
 
@@ -207,6 +208,11 @@ class ListFilesTool:
     def permission_subject(self, params: Mapping[str, Any]) -> tuple[str, str]:
         """``("path", <the root-relative path>)``, or the raw path if it leaves the root."""
         return path_subject(self.workspace, params)
+
+    def resources(self, params: dict[str, Any]) -> Claim:
+        """``Claim(reads={<the resolved absolute path of the directory>})`` (``path``
+        defaults to ``"."``, the root): see :func:`path_claim`."""
+        return path_claim(self.workspace, params, default=".")
 
     async def execute(self, params: dict[str, Any], ctx: ToolContext) -> ToolResult:
         """List the files; see the class docstring."""

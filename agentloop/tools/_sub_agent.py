@@ -71,6 +71,7 @@ from .._loop import (
     call_hook,
     configure,
 )
+from .._schedule import Claim
 from .._tool import (
     AgentTool,
     InvalidArgs,
@@ -96,6 +97,7 @@ OnEvent: TypeAlias = Callable[[AgentEvent], Awaitable[None] | None]
 
 #: The result text when the child finished without writing any text.
 NO_OUTPUT_TEXT = "(sub-agent produced no text output)"
+_ORCHESTRATES = Claim(budget=False)
 
 _NAME = re.compile(r"[a-zA-Z0-9_-]{1,64}")
 
@@ -292,6 +294,13 @@ class SubAgentTool:
             on_event=on_event,
             prun=prun,
         )
+
+    def resources(self, params: dict[str, Any]) -> Claim:
+        """A call holds no place in the scheduling budget: the child's calls do.
+
+        So a tree deeper than the budget is wide cannot deadlock on it.
+        """
+        return _ORCHESTRATES
 
     async def execute(self, params: dict[str, Any], ctx: ToolContext) -> ToolResult:
         """Run the child loop on ``params["task"]``; see the class docstring.

@@ -19,6 +19,11 @@ Writes to one file are serialized: :func:`path_lock` hands out one lock per
 resolved path, shared by every tool in the process, so two ``edit_file`` calls
 on one file in a parallel batch apply one after the other instead of the
 second overwriting the first.
+
+For the scheduler, each path tool declares what a call touches
+(:func:`path_claim`): the resolved absolute path, as a key it reads or writes,
+so that a write to a file waits for the calls reading or writing that same
+path, anywhere in the agent tree.
 """
 
 from __future__ import annotations
@@ -33,9 +38,10 @@ from typing import Any
 import trio
 from trio.lowlevel import RunVar
 
+from .._schedule import NO_CLAIM, Claim
 from .._tool import ToolError
 
-__all__ = ["SKIP_DIRS", "Workspace", "as_workspace", "path_lock", "path_subject"]
+__all__ = ["SKIP_DIRS", "Workspace", "as_workspace", "path_claim", "path_lock", "path_subject"]
 
 #: Directories the listing and search tools never enter (besides .gitignore'd ones).
 SKIP_DIRS = frozenset(
@@ -119,17 +125,21 @@ class Workspace:
         """The absolute, symlink-free path ``path`` names, which must be inside the root.
 
         Raises:
-            ToolError: the path is empty, contains a NUL, or leaves the root.
+            ToolError: the path is empty, contains a NUL, cannot be resolved (an
+                unknown ``~user``, a symlink loop, text the file system cannot
+                encode), or leaves the root.
         """
         if not path or "\x00" in path:
             raise ToolError(f"Invalid path: {path!r}")
-        candidate = Path(path).expanduser()
-        if not candidate.is_absolute():
-            candidate = self.root / candidate
         try:
+            candidate = Path(path).expanduser()
+            if not candidate.is_absolute():
+                candidate = self.root / candidate
             resolved = _resolve(candidate)
-        except (OSError, RuntimeError) as error:  # a symlink loop (RuntimeError before 3.13)
-            raise ToolError(f"Cannot resolve path '{path}': {error}") from error
+        except (OSError, RuntimeError, ValueError) as error:
+            # RuntimeError: an unknown ~user, a symlink loop before 3.13; ValueError:
+            # a lone surrogate the file system cannot encode.
+            raise ToolError(f"Cannot resolve path {path!r}: {error}") from error
         if resolved != self.root and self.root not in resolved.parents:
             shown = (
                 f"'{path}' resolves to '{resolved}', which is"
@@ -218,3 +228,33 @@ def path_subject(workspace: Workspace, params: Mapping[str, Any]) -> tuple[str, 
         return ("path", workspace.relative(workspace.resolve(raw)))
     except (ToolError, OSError, RuntimeError, ValueError):
         return ("path", raw)
+
+
+def path_claim(
+    workspace: Workspace,
+    params: Mapping[str, Any],
+    *,
+    writes: bool = False,
+    default: str | None = None,
+) -> Claim:
+    """A path tool's :class:`~agentloop.Claim`: the path it touches, read or written.
+
+    The key is the absolute path :meth:`Workspace.resolve` makes of the ``path``
+    argument (symlinks followed, so two names of one file are one key):
+    ``Claim(reads={key})``, or ``Claim(writes={key})`` with ``writes``.
+    ``default`` stands for a missing or empty ``path`` (``"."`` for the tools
+    that take a directory). A ``path`` that is not a string, or that cannot be
+    resolved inside the root, claims nothing: the tool refuses it without
+    touching anything. Never raises; blocking (it resolves symlinks), as
+    :func:`path_subject` is.
+    """
+    raw = params.get("path")
+    if default is not None and (raw is None or raw == ""):
+        raw = default
+    if not isinstance(raw, str):
+        return NO_CLAIM
+    try:
+        key = str(workspace.resolve(raw))
+    except Exception:  # whatever the argument, scheduling must not fail: claim nothing
+        return NO_CLAIM
+    return Claim(writes={key}) if writes else Claim(reads={key})

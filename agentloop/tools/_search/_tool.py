@@ -43,6 +43,7 @@ import attrs
 import trio
 
 from ... import _process
+from ..._schedule import Claim
 from ..._tool import InvalidArgs, ToolContext, ToolError, ToolResult, format_duration
 from .._ignore import Glob, IgnoreTree
 from .._listing import (
@@ -54,7 +55,7 @@ from .._listing import (
     str_param,
     tree_path,
 )
-from .._workspace import Workspace, as_workspace, path_subject
+from .._workspace import Workspace, as_workspace, path_claim, path_subject
 from ._common import (
     _READ_CHUNK,
     _REAP_SECONDS,
@@ -164,6 +165,11 @@ class SearchTool:
     def permission_subject(self, params: Mapping[str, Any]) -> tuple[str, str]:
         """``("path", <the root-relative path>)``, or the raw path if it leaves the root."""
         return path_subject(self.workspace, params)
+
+    def resources(self, params: dict[str, Any]) -> Claim:
+        """``Claim(reads={<the resolved absolute path searched>})`` (``path`` defaults
+        to ``"."``, the root): see :func:`path_claim`."""
+        return path_claim(self.workspace, params, default=".")
 
     async def execute(self, params: dict[str, Any], ctx: ToolContext) -> ToolResult:
         """Search; see the class docstring."""

@@ -17,8 +17,10 @@ def tests(session: nox.Session) -> None:
     """Run the test suite against the installed package (trio from PyPI, >= 0.32)."""
     session.install(".[mcp,temporal]", *nox.project.dependency_groups(PYPROJECT, "test"))
     session.run("python", "-c", "import trio; print('trio', trio.__version__)")
-    # pytest exits 5 when it collects no tests; nox treats that as a failure.
-    session.run("pytest", *session.posargs)
+    # pytest exits 5 when it collects no tests; nox treats that as a failure. One worker
+    # per CPU (pytest-xdist), each test module on one worker: module fixtures (a
+    # Temporal dev server, MCP servers) start once.
+    session.run("pytest", "-n", "auto", "--dist", "loadfile", *session.posargs)
 
 
 @nox.session(python="3.11")

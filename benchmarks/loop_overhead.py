@@ -453,6 +453,48 @@ async def main(turn_counts: list[int], repeat: int, min_turns: int, direct: bool
             f"warning: some medians are more than {NOISE}x their min: the timings are noisy "
             "(was the machine busy?); rerun on an idle machine, or with a larger --repeat"
         )
+    await tracing_cost(turn_counts[len(turn_counts) // 2], repeat, min_turns)
+
+
+async def tracing_cost(turns: int, repeat: int, min_turns: int) -> None:
+    """agentloop's µs/turn with tracing off and on (agentloop.otel to the OpenTelemetry SDK)."""
+    try:
+        from opentelemetry.sdk.trace import TracerProvider
+        from opentelemetry.sdk.trace.export import (
+            SimpleSpanProcessor,
+            SpanExporter,
+            SpanExportResult,
+        )
+    except ImportError:
+        print("tracing: the OpenTelemetry SDK is not installed; not measured")
+        return
+    import agentloop.otel
+
+    class Drop(SpanExporter):  # the SDK makes and exports each span; the spans go nowhere
+        def export(self, spans: Any) -> SpanExportResult:
+            return SpanExportResult.SUCCESS
+
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(Drop()))
+    runs = -(-min_turns // turns)
+    off: list[float] = []
+    on: list[float] = []
+    for repetition in range(repeat):
+        for traced in (repetition % 2 == 0, repetition % 2 == 1):
+            if traced:
+                agentloop.otel.instrument(tracer_provider=provider)
+            try:
+                us, _ = await time_agentloop(turns, runs)
+            finally:
+                agentloop.otel.uninstrument()
+            (on if traced else off).append(us)
+    off_median, on_median = statistics.median(off), statistics.median(on)
+    print()
+    print(
+        f"tracing at {turns} turns: agentloop µs/turn off {off_median:.1f}, on "
+        f"{on_median:.1f} ({paired_ratio(on, off):.2f}x; a run, a chat and a tool span per "
+        "turn, to the OpenTelemetry SDK)"
+    )
 
 
 def parse_turns(text: str) -> list[int]:

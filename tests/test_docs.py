@@ -16,8 +16,8 @@ The rules for ``docs/**/*.md`` and ``README.md``:
 - Relative links point to files that exist, and ``#anchors`` to headings that exist.
 - ``docs/api.md`` has an entry for every public name of ``agentloop``,
   ``agentloop.providers``, ``agentloop.tools``, ``agentloop.testing``,
-  ``agentloop.serialization``, ``agentloop.mcp``, ``agentloop.openapi`` and
-  ``agentloop.session``, in
+  ``agentloop.serialization``, ``agentloop.mcp``, ``agentloop.openapi``,
+  ``agentloop.session``, ``agentloop.temporal`` and ``agentloop.otel``, in
   that module's section, and no entry for a name the module does not export.
 """
 
@@ -44,6 +44,7 @@ import trio.testing
 import agentloop
 import agentloop.mcp
 import agentloop.openapi
+import agentloop.otel
 import agentloop.providers
 import agentloop.serialization
 import agentloop.session
@@ -65,6 +66,7 @@ API_MODULES = [
     agentloop.openapi,
     agentloop.session,
     agentloop.temporal,
+    agentloop.otel,
 ]
 
 FENCE = re.compile(r"^(?P<indent> *)```(?P<info>[^`]*)$")

@@ -17,7 +17,15 @@ from ._config import LoopSettings as LoopSettings
 from ._config import MessageSource as MessageSource
 from ._config import OnErrorHook as OnErrorHook
 from ._config import configure as configure
+from ._core import ABORTED_TEXT as ABORTED_TEXT
 from ._core import CHECKPOINT as CHECKPOINT
+from ._core import DEADLINE_TEXT as DEADLINE_TEXT
+from ._core import ENDED_TEXT as ENDED_TEXT
+from ._core import NOT_RUN_TEXT as NOT_RUN_TEXT
+from ._core import OUTPUT_GIVEN_TEXT as OUTPUT_GIVEN_TEXT
+from ._core import SKIPPED_TEXT as SKIPPED_TEXT
+from ._core import TURN_DEADLINE_TEXT as TURN_DEADLINE_TEXT
+from ._core import VETOED_TEXT as VETOED_TEXT
 from ._core import AskModel as AskModel
 from ._core import CallHook as CallHook
 from ._core import CallState as CallState
@@ -40,7 +48,15 @@ from ._registry import ToolEntry as ToolEntry
 from ._registry import ToolRegistry as ToolRegistry
 
 __all__ = [
+    "ABORTED_TEXT",
     "CHECKPOINT",
+    "DEADLINE_TEXT",
+    "ENDED_TEXT",
+    "NOT_RUN_TEXT",
+    "OUTPUT_GIVEN_TEXT",
+    "SKIPPED_TEXT",
+    "TURN_DEADLINE_TEXT",
+    "VETOED_TEXT",
     "AskModel",
     "CallHook",
     "CallState",

@@ -28,8 +28,18 @@ from typing import Any
 
 import trio
 
+from .. import _telemetry
 from .._context import AgentContext, compact
-from .._events import AgentEvent, AgentStop, StopKind, StreamDelta, TurnEnd, TurnStart
+from .._events import (
+    AgentEvent,
+    AgentStop,
+    MessageEnd,
+    StopKind,
+    StreamDelta,
+    StreamRestart,
+    TurnEnd,
+    TurnStart,
+)
 from .._schedule import NO_CLAIM, Scheduler, Ticket, current_scheduler, use_scheduler
 from .._tool import (
     AgentTool,
@@ -40,7 +50,14 @@ from .._tool import (
     ToolTimeout,
     format_duration,
 )
-from .._types import AssistantMessage, Message, TextContent, ToolCall, UserMessage
+from .._types import (
+    AssistantMessage,
+    Message,
+    TextContent,
+    ToolCall,
+    ToolResultMessage,
+    UserMessage,
+)
 from .._util import HookFailure, describe_exception, raise_single, require_trio, single_leaf
 from ..providers import ProviderError
 from ._config import AgentLoopConfig
@@ -151,13 +168,17 @@ class TrioDriver:
     __slots__ = (
         "_deadline",
         "_journal",
+        "_model_span",
         "_nowait",
         "_queued",
         "_receiver_gone",
         "_run_deadline",
         "_send",
+        "_tel",
+        "_traced_calls",
         "_turn_timeout",
         "abort_scope",
+        "agent_name",
         "core",
         "scheduler",
     )
@@ -171,6 +192,7 @@ class TrioDriver:
         loop_id: str | None = None,
         parent_loop_id: str | None = None,
         abort_scope: trio.CancelScope | None = None,
+        agent_name: str | None = None,
     ) -> None:
         self.core = LoopCore(
             context,
@@ -191,6 +213,11 @@ class TrioDriver:
         self._turn_timeout = None if schedule is None else schedule.turn_timeout
         self._run_deadline = math.inf
         self._deadline = trio.CancelScope()  # the run's deadline, and each turn's
+        loop_id = self.core.loop_id
+        self.agent_name = agent_name or _name_of(loop_id)
+        self._tel: _telemetry.Telemetry | None = None  # tracing, read when the run starts
+        self._model_span: Any = None
+        self._traced_calls: set[str] = set()
 
     @property
     def ending(self) -> bool:
@@ -199,6 +226,22 @@ class TrioDriver:
 
     async def run(self, prompts: Sequence[UserMessage]) -> tuple[Message, ...]:
         """Run to the end; the messages the run added. Raises what the run raised."""
+        tel = self._tel = _telemetry.current
+        if tel is None:
+            return await self._run(prompts)
+        core = self.core
+        span = tel.run_started(core.loop_id, self.agent_name, core.parent_loop_id)
+        try:
+            messages = await self._run(prompts)
+        except BaseException as error:
+            kind = StopKind.ABORTED if isinstance(error, trio.Cancelled) else StopKind.ERROR
+            text = describe_exception(error)
+            tel.run_ended(span, AgentStop(kind, text, error=text), core.usage)
+            raise
+        tel.run_ended(span, core.stop, core.usage)
+        return messages
+
+    async def _run(self, prompts: Sequence[UserMessage]) -> tuple[Message, ...]:
         core = self.core
         # The agent tree shares one scheduler: a sub-agent's loop finds its parent's.
         scheduler = current_scheduler()
@@ -248,6 +291,8 @@ class TrioDriver:
                 if isinstance(action, AgentEvent):
                     if self._turn_timeout is not None:
                         self._time_turn(action)
+                    if self._tel is not None:
+                        self._trace_event(action)
                     await self.emit(action)
                     outcome = None
                 elif isinstance(action, CallHook):
@@ -259,6 +304,23 @@ class TrioDriver:
                     outcome = await self._perform(action)
         except StopIteration as stop:
             return stop.value
+
+    def _trace_event(self, event: AgentEvent) -> None:
+        """A tool call answered without running (refused, skipped, vetoed...): its span."""
+        if type(event) is MessageEnd and isinstance(event.message, ToolResultMessage):
+            message = event.message
+            if message.tool_call_id in self._traced_calls:
+                self._traced_calls.discard(message.tool_call_id)
+            elif self._tel is not None:
+                self._tel.tool_not_run(message, self._call_of(message.tool_call_id))
+
+    def _call_of(self, call_id: str) -> ToolCall | None:
+        turn = self.core.turn
+        if turn is not None:
+            for state in turn.calls:
+                if state.call.id == call_id:
+                    return state.call
+        return None
 
     def _time_turn(self, event: AgentEvent) -> None:
         """A turn starts: its deadline is the nearer of the run's and its own; it ends:
@@ -324,6 +386,9 @@ class TrioDriver:
     async def _on_delta(self, delta: StreamDelta) -> None:
         """Send the update for a streamed piece."""
         core = self.core
+        if self._tel is not None and type(delta) is StreamRestart:
+            assert isinstance(delta, StreamRestart)
+            self._tel.model_retried(self._model_span, delta.attempt, delta.delay, delta.error)
         await self.emit(core.delta(delta))
         if core.output_update is not None:
             update, core.output_update = core.output_update, None
@@ -337,6 +402,8 @@ class TrioDriver:
         if not isinstance(action, RunCalls):  # a tool's first wait lets the consumer in
             await self.flush()
         if isinstance(action, AskModel):
+            if self._tel is not None:
+                return await self._ask_traced(action, self._tel)
             try:
                 return await self.core.config.provider.stream(action.request, self._on_delta)
             except ProviderError as error:
@@ -372,6 +439,24 @@ class TrioDriver:
             )
         raise AssertionError(f"unknown action {action!r}")  # pragma: no cover
 
+    async def _ask_traced(
+        self, action: AskModel, tel: _telemetry.Telemetry
+    ) -> AssistantMessage | ModelFailed:
+        provider = self.core.config.provider
+        span = self._model_span = tel.model_started(provider, action.request)
+        try:
+            message = await provider.stream(action.request, self._on_delta)
+        except ProviderError as error:
+            tel.model_ended(span, None, error)
+            return ModelFailed(str(error))
+        except BaseException as error:
+            tel.model_ended(span, None, error)
+            raise
+        finally:
+            self._model_span = None
+        tel.model_ended(span, message, None)
+        return message
+
     def _place(self, state: CallState, entry: ToolEntry) -> _Place | ToolResult | None:
         """The call's place with the scheduler (taken, or queued), or the failure of its
         ``resources``, or None for a call that needs no place."""
@@ -400,6 +485,28 @@ class TrioDriver:
         if isinstance(place, ToolResult):
             await self.drive(self.core.call_ended(state, place, True))
             return
+        tel = self._tel
+        if tel is None:
+            result, is_error = await self._execute(state, entry, timeout, place)
+        else:  # in the call's span: a sub-agent's run nests under it
+            span = tel.tool_started(state.call)
+            self._traced_calls.add(state.call.id)
+            try:
+                result, is_error = await self._execute(state, entry, timeout, place)
+            except BaseException as error:
+                tel.tool_ended(span, None, True, error)
+                raise
+            tel.tool_ended(span, result, is_error, None)
+        await self.drive(self.core.call_ended(state, result, is_error))
+
+    async def _execute(
+        self,
+        state: CallState,
+        entry: ToolEntry,
+        timeout: float | None,  # noqa: ASYNC109 - passed to run_tool_call
+        place: _Place | None,
+    ) -> tuple[ToolResult, bool]:
+        """Wait for the call's place if it queued, run it, give the place back."""
         if place is not None and place.reason is not None:
             # (ToolCallQueued is sent.) Waiting is cancelled like the call itself (an
             # abort, a deadline); the call then gets its result from the core's settling.
@@ -408,7 +515,7 @@ class TrioDriver:
             await self.emit(self.core.dequeued(state, trio.current_time() - since))
         try:
             reporter = _Reporter(self, state)
-            result, is_error = await run_tool_call(
+            return await run_tool_call(
                 entry.tool,
                 state.call,
                 timeout,
@@ -419,7 +526,12 @@ class TrioDriver:
         finally:
             if place is not None:
                 place.scheduler.release(place.ticket)
-        await self.drive(self.core.call_ended(state, result, is_error))
+
+
+def _name_of(loop_id: str) -> str:
+    """An agent's name from its run's loop id: ``"support.3"`` is agent ``support``."""
+    base, _, number = loop_id.rpartition(".")
+    return base if base and number.isdigit() else loop_id
 
 
 class _Place:
@@ -449,6 +561,7 @@ async def agent_loop(
     loop_id: str | None = None,
     parent_loop_id: str | None = None,
     abort_scope: trio.CancelScope | None = None,
+    agent_name: str | None = None,
 ) -> tuple[Message, ...]:
     """Run the loop on ``context`` with new ``prompts``; send every event to ``send_channel``.
 
@@ -468,6 +581,8 @@ async def agent_loop(
         abort_scope: Cancel it to abort the run softly: the loop stops at once,
             gives every tool call a result, marks the turn ``ABORTED`` and still
             sends ``AgentEnd``.
+        agent_name: Names the agent in traces (default: ``loop_id`` without its
+            run number).
 
     Returns:
         The messages this run added to the history.
@@ -495,6 +610,7 @@ async def agent_loop(
             loop_id=loop_id,
             parent_loop_id=parent_loop_id,
             abort_scope=abort_scope,
+            agent_name=agent_name,
         )
         return await _run(driver, messages)
 
@@ -507,6 +623,7 @@ async def agent_loop_continue(
     loop_id: str | None = None,
     parent_loop_id: str | None = None,
     abort_scope: trio.CancelScope | None = None,
+    agent_name: str | None = None,
 ) -> tuple[Message, ...]:
     """Run the loop on ``context`` as it is, without a new prompt.
 
@@ -534,5 +651,6 @@ async def agent_loop_continue(
             loop_id=loop_id,
             parent_loop_id=parent_loop_id,
             abort_scope=abort_scope,
+            agent_name=agent_name,
         )
         return await _run(driver, ())

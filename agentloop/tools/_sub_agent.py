@@ -385,6 +385,7 @@ class _ChildRun:
                 loop_id=self.child_id,
                 parent_loop_id=self.ctx.loop_id,
                 abort_scope=self.abort_scope,
+                agent_name=self.tool.name,
             )
         except Exception as error:
             self.error = error

@@ -169,22 +169,6 @@ def tool(
     optional. A parameter annotated :class:`~agentloop.ToolContext` receives
     the call's context instead.
 
-    >>> @tool
-    ... async def read_file(path: str, limit: int = 100) -> str:
-    ...     """Read a text file.
-    ...
-    ...     Args:
-    ...         path: Relative to the project root.
-    ...         limit: The most lines to return.
-    ...     """
-    ...     return "..."
-    >>> read_file.name, read_file.label, read_file.description
-    ('read_file', 'Read file', 'Read a text file.')
-    >>> read_file.parameters_schema["properties"]["limit"]
-    {'type': 'integer', 'description': 'The most lines to return.', 'default': 100}
-    >>> read_file.parameters_schema["required"]
-    ['path']
-
     Supported types: ``str``, ``int``, ``float``, ``bool``, ``None``, ``Any``,
     ``Literal``, ``Enum`` subclasses, ``TypedDict``, attrs classes and
     dataclasses (built from their ``__init__`` fields), ``list``, ``Sequence``,
@@ -206,6 +190,23 @@ def tool(
             ``**kwargs`` or positional-only parameters; or a parameter's type
             has no JSON Schema.
         ValueError: ``timeout`` is not > 0.
+
+    Examples:
+        >>> @tool
+        ... async def read_file(path: str, limit: int = 100) -> str:
+        ...     """Read a text file.
+        ...
+        ...     Args:
+        ...         path: Relative to the project root.
+        ...         limit: The most lines to return.
+        ...     """
+        ...     return "..."
+        >>> read_file.name, read_file.label, read_file.description
+        ('read_file', 'Read file', 'Read a text file.')
+        >>> read_file.parameters_schema["properties"]["limit"]
+        {'type': 'integer', 'description': 'The most lines to return.', 'default': 100}
+        >>> read_file.parameters_schema["required"]
+        ['path']
     '''
     check_number(timeout, "@tool: timeout", above=0, optional=True)
 

@@ -2,7 +2,34 @@
 
 from __future__ import annotations
 
+import os
+from collections.abc import Iterator
+
 import hypothesis
+import pytest
 
 hypothesis.settings.register_profile("ci", deadline=None, print_blob=True)
 hypothesis.settings.load_profile("ci")
+
+
+# --------------------------------------------------------------------------- required tools
+
+#: Skips that mean a tool is missing. With ``AGENTLOOP_REQUIRE_RG=1`` (CI sets it) such a
+#: skip is a failure: CI installs ripgrep, so its tests must run there.
+_RG_MISSING = "ripgrep is not installed"
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+    outcome = yield
+    report = outcome.get_result()
+    if (
+        report.skipped
+        and os.environ.get("AGENTLOOP_REQUIRE_RG") == "1"
+        and _RG_MISSING in str(report.longrepr)
+    ):
+        report.outcome = "failed"
+        report.longrepr = (
+            f"{item.nodeid}: {_RG_MISSING}, and AGENTLOOP_REQUIRE_RG=1 requires it "
+            "(pip install --only-binary :all: ripgrep==14.1.0)"
+        )

@@ -27,8 +27,9 @@ class RetryConfig:
     to wait (``Retry-After``), that is used instead, clamped to ``max_delay``.
     Waits are ``trio.sleep``: cancelling the run ends them at once.
 
-    >>> [RetryConfig(jitter=0).delay(n) for n in (1, 2, 3, 4, 5, 6)]
-    [1.0, 2.0, 4.0, 8.0, 16.0, 30.0]
+    Examples:
+        >>> [RetryConfig(jitter=0).delay(n) for n in (1, 2, 3, 4, 5, 6)]
+        [1.0, 2.0, 4.0, 8.0, 16.0, 30.0]
     """
 
     max_retries: int = attrs.field(default=3, validator=number_field(at_least=0))

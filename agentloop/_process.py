@@ -32,7 +32,8 @@ import trio
 
 __all__ = ["REAP_BOUND", "end_group", "group_alive", "kill_group", "signal_group", "start"]
 
-log = logging.getLogger("agentloop")
+#: The default logger of :func:`end_group`; callers pass their area's (``agentloop.mcp``...).
+log = logging.getLogger("agentloop.tools")
 
 #: Seconds to wait for the kernel to reap the leader after SIGKILL.
 REAP_BOUND = 2.0
@@ -117,6 +118,7 @@ async def end_group(
     grace: float,
     done: Callable[[], Awaitable[object]] | None = None,
     what: str = "process group",
+    logger: logging.Logger = log,
 ) -> None:
     """End the process's whole group: SIGTERM, up to ``grace`` seconds, SIGKILL, reap.
 
@@ -124,7 +126,8 @@ async def end_group(
     gracefully (a pipe reader's end, say). Shielded from cancellation and
     bounded: at most ``grace + 2 * REAP_BOUND`` seconds, and more only if ``done``
     ignores cancellation. Safe to call when the process has already exited:
-    its children still get the signals.
+    its children still get the signals. ``logger`` gets a DEBUG record when
+    the group outlives SIGTERM and a WARNING when it survives SIGKILL.
     """
     pgid = process.pid  # the leader of a new session: its pid is the group's id
     with trio.CancelScope(shield=True):
@@ -135,7 +138,7 @@ async def end_group(
                     await done()
                 await _group_gone(pgid)
             if patience.cancelled_caught:
-                log.debug("%s %d outlived SIGTERM by %ss; killing it", what, pgid, grace)
+                logger.debug("%s %d outlived SIGTERM by %ss; killing it", what, pgid, grace)
             if signal_group(pgid, signal.SIGKILL):  # whatever is left (nothing, usually)
                 with trio.move_on_after(REAP_BOUND):  # SIGKILL is delivered, not obeyed
                     await process.wait()
@@ -143,7 +146,7 @@ async def end_group(
         with trio.move_on_after(REAP_BOUND):
             await process.wait()  # reap the leader
         if process.returncode is None or group_alive(pgid):
-            log.warning("%s %d survived SIGKILL", what, pgid)
+            logger.warning("%s %d survived SIGKILL", what, pgid)
 
 
 async def _group_gone(pgid: int) -> None:

@@ -28,6 +28,7 @@ import attrs
 import trio
 
 from ._check import number_field
+from ._words import plural
 
 __all__ = [
     "NO_CLAIM",
@@ -407,7 +408,7 @@ class Scheduler:
         limit = self.per_tool.get(ticket.name)
         if self.running < self.max_concurrent and limit is not None:
             return f"waiting for the limit of {ticket.name} ({limit} running)"
-        return f"waiting for the budget ({self.running} calls running)"
+        return f"waiting for the budget ({plural(self.running, 'call')} running)"
 
 
 def _waiting_for(ticket: Ticket, why: str) -> str:

@@ -379,10 +379,16 @@ class Session:
                     )
                 )
             if tool is None or traits is None:
+                _log_recovery(self.session_id, call, "no such tool")
                 result, is_error = ToolResult.text(f"Tool not found: {call.name}"), True
             elif entry.started and not traits.replay_safe:
+                _log_recovery(self.session_id, call, "it had started; not running it again")
                 result, is_error = ToolResult.text(NOT_RUN_AGAIN), True
             else:
+                how = (
+                    "replay-safe; running it again" if entry.started else "not started; running it"
+                )
+                _log_recovery(self.session_id, call, how)
                 timeout = (
                     traits.timeout if traits.timeout is not None else agent.config.tool_timeout
                 )
@@ -409,6 +415,10 @@ class Session:
                 journal(ev.MessageEnd(loop_id=loop_id, message=message))
             answered.append(message)
         return tuple(answered)
+
+
+def _log_recovery(session_id: str, call: ToolCall, outcome: str) -> None:
+    log.info("session %s: interrupted call %s of %r: %s", session_id, call.id, call.name, outcome)
 
 
 @attrs.frozen
@@ -600,20 +610,33 @@ def _answered(
 
 @attrs.frozen
 class SessionInfo:
-    """A saved session, as :func:`list_sessions` describes it."""
+    """A saved session, as :func:`list_sessions` describes it.
+
+    Attributes:
+        session_id: The session's id.
+        path: Its file.
+        modified: When the file was last written.
+        title: The first user prompt, on one line, cut at 60 characters.
+        messages: How many messages the conversation has.
+        cwd: The directory the session was started in (the ``cwd`` of its
+            header's ``meta``), or None when the file does not say (a file
+            written by an older version, or by a recorder given no ``cwd``).
+    """
 
     session_id: str
     path: Path
     modified: datetime.datetime
     title: str
     messages: int
+    cwd: Path | None = None
 
 
 def list_sessions(directory: str | os.PathLike[str] | None = None) -> list[SessionInfo]:
     """The sessions in ``directory`` (default: :func:`session_directory`), newest first.
 
-    ``title`` is the first user prompt (cut at 60 characters). Files that are
-    not sessions are left out.
+    ``title`` is the first user prompt (cut at 60 characters); ``cwd`` the
+    directory the session was started in, when its header says. Files that
+    are not sessions are left out.
     """
     folder = Path(directory) if directory is not None else session_directory()
     if not folder.is_dir():
@@ -631,7 +654,17 @@ def list_sessions(directory: str | os.PathLike[str] | None = None) -> list[Sessi
         if len(title) > 60:
             title = title[:59] + "…"
         modified = datetime.datetime.fromtimestamp(path.stat().st_mtime, datetime.UTC)
-        found.append(SessionInfo(session.session_id, path, modified, title, len(session.messages)))
+        cwd = session.meta.get("cwd")
+        found.append(
+            SessionInfo(
+                session.session_id,
+                path,
+                modified,
+                title,
+                len(session.messages),
+                Path(cwd) if isinstance(cwd, str) and cwd else None,
+            )
+        )
     found.sort(key=lambda info: (info.modified, info.session_id), reverse=True)
     return found
 

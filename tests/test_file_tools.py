@@ -471,7 +471,7 @@ async def test_write_replaces_a_file(root: Path) -> None:
 async def test_write_makes_parent_directories(root: Path) -> None:
     """Missing parent directories are created."""
     result = await run(WriteFileTool(root), path="a/b/c.txt", content="x")
-    assert result.text_content == "Wrote 1 bytes to a/b/c.txt (new file)"
+    assert result.text_content == "Wrote 1 byte to a/b/c.txt (new file)"
     assert (root / "a" / "b" / "c.txt").read_text() == "x"
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import socket
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -317,8 +318,9 @@ async def test_error_event_mid_stream_is_retried(autojump_clock: Any) -> None:
     [
         (
             httpx2.ConnectError("connection refused"),
-            "Echo API connection failed: connection refused",
+            "cannot connect to echo.test: connection refused",
         ),
+        (httpx2.ConnectTimeout("timed out"), "cannot connect to echo.test: timed out"),
         (httpx2.ReadTimeout("timed out"), "Echo API timed out (ReadTimeout)"),
         (httpx2.RemoteProtocolError("peer closed"), "Echo API connection failed: peer closed"),
     ],
@@ -332,6 +334,50 @@ async def test_transport_failures_are_network_errors(
         await collect(p)
     assert str(caught.value) == f"{message} (gave up after 3 retries)"
     assert len(seen) == 4
+
+
+def dead_port() -> int:
+    """A port on 127.0.0.1 that nothing listens on: bound, then closed."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+    return port
+
+
+async def test_a_server_that_is_not_there_is_named_by_host_and_port_once() -> None:
+    """A real refused connection: host and port (no path), why, and the retries in words."""
+    port = dead_port()
+    model = ModelConfig.openai_compatible("echo-1", f"http://127.0.0.1:{port}/v1", api_key=KEY)
+    restarts: list[al.StreamRestart] = []
+
+    async def emit(delta: Any) -> None:
+        restarts.append(delta)
+
+    async with EchoProvider(model, retry=RetryConfig(max_retries=1, initial_delay=0)) as p:
+        with pytest.raises(NetworkError) as caught:
+            await p.stream(REQUEST, emit)
+    error = f"cannot connect to 127.0.0.1:{port}: connection refused"
+    assert restarts == [al.StreamRestart(attempt=2, delay=0.0, error=error)]
+    assert str(caught.value) == f"{error} (gave up after 1 retry)"
+
+
+@pytest.mark.parametrize(
+    ("url", "host"),
+    [
+        ("https://api.example.com/v1", "api.example.com"),
+        ("http://user:pw@localhost:11434/v1", "localhost:11434"),
+        ("http://[::1]:8080/v1", "[::1]:8080"),
+    ],
+)
+async def test_a_refused_connection_names_the_host_only(
+    autojump_clock: Any, url: str, host: str
+) -> None:
+    """Neither the path nor any user info of the URL is in the message."""
+    p, _ = provider([httpx2.ConnectError("all attempts failed")] * 2, RetryConfig(max_retries=0))
+    p.model = attrs.evolve(p.model, base_url=url)
+    with pytest.raises(NetworkError) as caught:
+        await collect(p)
+    assert str(caught.value) == f"cannot connect to {host}: all attempts failed"
 
 
 async def test_a_json_answer_instead_of_a_stream_is_an_error() -> None:

@@ -121,8 +121,8 @@ async def test_requests_of_one_turn_apply_in_order() -> None:
         ("user", "[Pruned context summary: second]"),
         ("user", "[Pruned context summary: first]"),
         ("assistant:tool_use", "[prun_with_memo#p1,prun_with_memo#p2]"),
-        ("result:ok", "p1=Prun request recorded: 1 tokens will be removed before next turn."),
-        ("result:ok", "p2=Prun request recorded: 1 tokens will be removed before next turn."),
+        ("result:ok", "p1=Prun request recorded: 1 token will be removed before next turn."),
+        ("result:ok", "p2=Prun request recorded: 1 token will be removed before next turn."),
     ]
     assert_well_formed(model.requests[-1].messages)
 

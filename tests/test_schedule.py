@@ -161,8 +161,8 @@ def test_waiting_is_first_come_first_served_among_conflicts() -> None:
     budget = Scheduler(al.Schedule(max_concurrent=1))
     first, second, third = (ticket(name, Claim()) for name in ("1", "2", "3"))
     assert budget.try_start(first) is None
-    assert budget.try_start(second) == "waiting for the budget (1 calls running)"
-    assert budget.try_start(third) == "waiting for the budget (1 calls running)"
+    assert budget.try_start(second) == "waiting for the budget (1 call running)"
+    assert budget.try_start(third) == "waiting for the budget (1 call running)"
     budget.release(first)
     assert (second.running, third.running, budget.waiting) == (True, False, 1)
 
@@ -348,7 +348,7 @@ async def test_a_call_waiting_in_the_queue_gets_its_result_on_abort(autojump_clo
             recorder.events.append(event)
             if isinstance(event, al.ToolCallQueued):
                 agent.abort()
-    assert queue_events(recorder) == [("queued", "c2", "waiting for the budget (1 calls running)")]
+    assert queue_events(recorder) == [("queued", "c2", "waiting for the budget (1 call running)")]
     assert [
         (e.tool_call_id, e.result.text_content) for e in recorder.of_type(al.ToolExecutionEnd)
     ] == [

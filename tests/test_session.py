@@ -256,6 +256,15 @@ async def test_listing_and_finding_sessions(
         find_session("zzz")
 
 
+async def test_a_listed_session_says_which_directory_it_was_started_in(tmp_path: Path) -> None:
+    """SessionInfo.cwd: the header's meta ``cwd``; None for a file that does not say."""
+    for name, meta in (("here", {"cwd": str(tmp_path / "w")}), ("old", {"model": "m"})):
+        with SessionRecorder(tmp_path / f"{name}.jsonl", meta=meta) as recorder:
+            await run_into(al.Agent(ScriptedProvider([reply("Yes.")])), recorder, name)
+    found = {info.session_id: info.cwd for info in list_sessions(tmp_path)}
+    assert found == {"here": tmp_path / "w", "old": None}
+
+
 def test_the_data_directory_follows_xdg(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("AGENTLOOP_HOME", raising=False)
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path))

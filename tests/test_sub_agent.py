@@ -1035,7 +1035,7 @@ async def test_parallel_children_prun_their_own_context() -> None:
             word[0],
             f"[Pruned context summary: {word} seen]",
             "",
-            "Prun request recorded: 1 tokens will be removed before next turn.",
+            "Prun request recorded: 1 token will be removed before next turn.",
         ]
         assert texts(ends[word].messages)[-1] == ("assistant:stop", f"{word} done")
 

@@ -20,13 +20,15 @@ models:
   anthropic[:MODEL]        Claude (key: ANTHROPIC_API_KEY, or --api-key-env)
   openai[:MODEL]           OpenAI, or any compatible server with --base-url
   openai-responses[:MODEL] OpenAI through the Responses API (key: OPENAI_API_KEY)
-  demo                     the offline demo model (a fixed plan, no network)
+  demo                     the offline demo: a scripted fix of a scratch project
   scripted:FILE            replay the turns of a JSON script (for tests)
 Without --model: Anthropic if ANTHROPIC_API_KEY is set, else OpenAI if
 OPENAI_API_KEY is set, else the offline demo.
 
 Sessions are saved under $AGENTLOOP_HOME/sessions (default:
-$XDG_DATA_HOME/agentloop/sessions, or ~/.local/share/agentloop/sessions)."""
+$XDG_DATA_HOME/agentloop/sessions, or ~/.local/share/agentloop/sessions). Each
+belongs to the directory it was started in: --sessions and --resume see that
+directory's only, unless --any-directory is given."""
 
 
 @attrs.frozen(kw_only=True)
@@ -43,6 +45,9 @@ class Options:
         openapi: OpenAPI documents (files or URLs) whose operations to add as tools.
         openapi_base_url: The API's URL, for documents that name none.
         resume: None: a new session; ``""``: continue the latest; else that session's id.
+        any_directory: ``--resume`` and ``--sessions`` reach the sessions of
+            every directory, not only those started in ``directory``.
+        sessions: List the saved sessions and exit.
     """
 
     prompt: str | None = None
@@ -54,6 +59,8 @@ class Options:
     openapi: tuple[str, ...] = ()
     openapi_base_url: str | None = None
     resume: str | None = None
+    any_directory: bool = False
+    sessions: bool = False
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -103,7 +110,15 @@ def build_parser() -> argparse.ArgumentParser:
         const="",
         default=None,
         metavar="ID",
-        help="continue the latest session, or the session ID",
+        help="continue the latest session of the directory, or the session ID",
+    )
+    parser.add_argument(
+        "--sessions", action="store_true", help="list the directory's saved sessions and exit"
+    )
+    parser.add_argument(
+        "--any-directory",
+        action="store_true",
+        help="let --resume and --sessions reach the sessions of other directories",
     )
     return parser
 
@@ -116,16 +131,29 @@ def parse_args(argv: Sequence[str] | None = None) -> Options:
         parser.error("give the prompt once: either -p PROMPT or the words of the prompt")
     prompt: str | None = args.prompt if args.prompt is not None else " ".join(args.words) or None
     if prompt is not None and not prompt.strip():
-        parser.error("the prompt is empty")
+        parser.error(
+            "the prompt is empty: give the text to run, or no prompt at all for an "
+            "interactive session"
+        )
     directory = (args.directory or Path.cwd()).resolve()
     if not directory.is_dir():
-        parser.error(f"not a directory: {directory}")
+        parser.error(f"not a directory: {directory} (give -C an existing directory to work in)")
     if args.base_url is not None:
         model = args.model or ""
         if model.split(":", 1)[0] != "openai" or ":" not in model or not model.split(":", 1)[1]:
             parser.error("--base-url needs --model openai:MODEL (the model's name on that server)")
     if args.openapi_base_url is not None and not args.openapi:
-        parser.error("--openapi-base-url needs --openapi")
+        parser.error("--openapi-base-url needs --openapi URL_OR_FILE (the API's document)")
+    if args.sessions and (prompt is not None or args.resume is not None):
+        parser.error(
+            "--sessions lists the sessions and exits: give it without "
+            + ("a prompt" if prompt is not None else "--resume")
+        )
+    if args.any_directory and not args.sessions and args.resume is None:
+        parser.error(
+            "--any-directory goes with --resume or --sessions (it lets them reach the "
+            "sessions of other directories)"
+        )
     return Options(
         prompt=prompt,
         directory=directory,
@@ -136,4 +164,6 @@ def parse_args(argv: Sequence[str] | None = None) -> Options:
         openapi=tuple(args.openapi),
         openapi_base_url=args.openapi_base_url,
         resume=args.resume,
+        any_directory=args.any_directory,
+        sessions=args.sessions,
     )

@@ -41,6 +41,7 @@ from .._types import (
     UserMessage,
 )
 from .._util import call_hook
+from .._words import plural
 from ..providers import ModelRequest, Provider
 from ._streams import AgentContext, EntryState
 from ._truncate import truncate_result, truncate_text
@@ -199,7 +200,7 @@ def summarize_exchanges(
         del lines[0]
         skipped += 1
     if skipped:
-        lines.insert(0, f"- ({skipped} earlier exchanges not listed)")
+        lines.insert(0, f"- ({plural(skipped, 'earlier exchange')} not listed)")
     return "\n".join(lines)
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import attrs
 
 from .._types import ImageContent, TextContent, ToolResultContent, ToolResultMessage
+from .._words import plural
 
 __all__ = ["IMAGE_NOTE", "truncate_result", "truncate_text"]
 
@@ -50,7 +51,7 @@ def truncate_text(text: str, max_lines: int, max_chars: int) -> str:
     shown = sum(len(line) + 1 for line in head) + sum(len(line) + 1 for line in tail)
     cut_lines = len(lines) - len(head) - len(tail)
     cut_chars = len(text) + 1 - shown
-    marker = f"[... {cut_lines} lines, {cut_chars} characters truncated ...]"
+    marker = f"[... {plural(cut_lines, 'line')}, {plural(cut_chars, 'character')} truncated ...]"
     return "\n".join([*head, marker, *tail])
 
 

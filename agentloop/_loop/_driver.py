@@ -80,7 +80,7 @@ from ._registry import ToolEntry
 
 __all__ = ["TrioDriver", "agent_loop", "agent_loop_continue", "run_tool_call"]
 
-log = logging.getLogger("agentloop")
+log = logging.getLogger("agentloop.loop")
 
 #: Scheduler passes a flush waits at most for the consumer to catch up.
 _FLUSH_PASSES = 4

@@ -29,11 +29,11 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.exceptions import MCPError
 
-from .._errors import AgentloopError
 from .._secrets import Redactor, header_secrets, is_secret_name, is_secret_value
 from .._tool import ToolError, format_duration
 from .._util import call_hook, leaves
 from ._adapter import McpToolAdapter, adapt_tools
+from ._base import McpConnectionError
 from ._content import DEFAULT_MAX_RESULT_BYTES
 from ._servers import HttpServer, SseServer, StdioServer
 from ._stdio import StdioProcess, stdio_transport
@@ -52,10 +52,6 @@ _SSE_IDLE_FOREVER = 7 * 24 * 3600.0  # the SSE transport takes no "never"
 _EXIT_NOTE_WAIT = 1.0  # seconds a failed call waits to learn how the server process ended
 # What a transport raises when the connection breaks under a call (besides MCPError).
 _TRANSPORT_ERRORS = (trio.BrokenResourceError, trio.ClosedResourceError, httpx2.TransportError)
-
-
-class McpConnectionError(AgentloopError, ConnectionError):
-    """The MCP server could not be reached, or did not complete the handshake in time."""
 
 
 @attrs.define(eq=False)
@@ -223,7 +219,7 @@ class McpConnection:
     def _new_client(self) -> Client:
         server = self.server
         if isinstance(server, StdioServer):
-            self._process = StdioProcess(self.name)
+            self._process = StdioProcess(self.name, self.redactor)
             target: Any = stdio_transport(server, self._process)
         elif isinstance(server, HttpServer | SseServer):
             target = _http_transport(server, self.call_timeout, self._session_expired)
@@ -240,8 +236,10 @@ class McpConnection:
     async def _on_message(self, message: Any) -> None:
         if isinstance(message, mcp_types.ToolListChangedNotification):
             self._refresh.set()
-        elif isinstance(message, Exception):
-            log.debug("MCP server %r: transport error: %s", self.name, message)
+        elif isinstance(message, Exception) and log.isEnabledFor(logging.DEBUG):
+            log.debug(
+                "MCP server %r: transport error: %s", self.name, self.redactor.text(str(message))
+            )
         await trio.lowlevel.checkpoint()
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
@@ -264,6 +262,7 @@ class McpConnection:
                         changed = await self._load_tools(client)
                         handshake.deadline = math.inf
                         self._connected_to(client)
+                        self._log_connected()
                         attempt.done.set()
                         if not started:
                             started = True
@@ -298,6 +297,8 @@ class McpConnection:
                 )
             if self._closing.is_set():
                 return
+            if error is None:
+                self._log_lost()
             self._attempt = _Attempt()
             self._wanted = trio.Event()
             await _first(self._closing.wait, self._wanted.wait)
@@ -316,6 +317,36 @@ class McpConnection:
         message = f"cannot connect to MCP server '{self.name}': {_describe(error)}"
         note = self._process.exit_note() if self._process is not None else ""
         return f"{message} ({note})" if note else message
+
+    def _log_connected(self) -> None:
+        if self.connections == 1:
+            if log.isEnabledFor(logging.DEBUG):
+                log.debug(
+                    "MCP server %r: connected (protocol %s, %d tools)",
+                    self.name,
+                    self.protocol_version,
+                    len(self._tools),
+                )
+        elif self._process is not None:
+            log.info("MCP server %r: restarted (pid %s)", self.name, self._process.pid)
+        else:
+            log.info("MCP server %r: reconnected", self.name)
+
+    def _log_lost(self) -> None:
+        """The connection was lost without an error of its own (a call saw it break)."""
+        if self._expired:
+            log.info("MCP server %r: the HTTP session expired; starting a new one", self.name)
+        elif self._process is None:
+            log.warning(
+                "MCP server %r: the connection was lost; reconnecting at the next call", self.name
+            )
+        else:
+            status = self._process.status()
+            log.warning(
+                "MCP server %r: the connection was lost%s; restarting it at the next call",
+                self.name,
+                f" (the server process {status})" if status else "",
+            )
 
     def _session_expired(self) -> None:
         self._expired = True
@@ -375,7 +406,12 @@ class McpConnection:
                 async for _event in subscription:
                     self._refresh.set()
         except Exception as error:  # older protocol, the server declined, or the stream broke
-            log.debug("MCP server %r: no list-changed subscription: %s", self.name, error)
+            if log.isEnabledFor(logging.DEBUG):
+                log.debug(
+                    "MCP server %r: no list-changed subscription: %s",
+                    self.name,
+                    self.redactor.text(str(error)),
+                )
         if not subscribed:
             task_status.started()
 

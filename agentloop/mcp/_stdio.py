@@ -22,6 +22,8 @@ from mcp.client.stdio import get_default_environment
 from mcp.shared.message import SessionMessage
 
 from .._process import REAP_BOUND, end_group, start
+from .._secrets import Redactor
+from .._tool import format_duration
 from ._servers import StdioServer
 
 __all__ = ["REAP_BOUND", "StdioProcess", "stdio_transport"]
@@ -39,19 +41,26 @@ _STDERR_LINE_CHARS = 400
 class StdioProcess:
     """What the connection knows of its server process: pid, exit status, last stderr lines."""
 
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, redactor: Redactor | None = None) -> None:
         self.name = name
+        self.redactor = redactor if redactor is not None else Redactor(())
         self.pid: int | None = None
         self.returncode: int | None = None
         self.exited = trio.Event()
         self.stderr: collections.deque[str] = collections.deque(maxlen=_STDERR_LINES)
 
-    def exit_note(self) -> str:
-        """``"it exited with status N"`` and its last stderr lines, or ``""`` if it runs."""
+    def status(self) -> str:
+        """``"exited with status N"``, ``"was killed by signal N"``, or ``""`` if it runs."""
         code = self.returncode
         if code is None:
             return ""
-        status = f"was killed by signal {-code}" if code < 0 else f"exited with status {code}"
+        return f"was killed by signal {-code}" if code < 0 else f"exited with status {code}"
+
+    def exit_note(self) -> str:
+        """``"it exited with status N"`` and its last stderr lines, or ``""`` if it runs."""
+        status = self.status()
+        if not status:
+            return ""
         note = f"the server process {status}"
         if self.stderr:
             note += "; the end of its stderr:\n" + "\n".join(self.stderr)
@@ -114,7 +123,7 @@ async def stdio_transport(
                     *lines, buffer = buffer.split(b"\n")
                     for line in lines:
                         if line.strip():
-                            await to_client.send(_parse(line))
+                            await to_client.send(_parse(info, line))
         except (trio.BrokenResourceError, trio.ClosedResourceError):
             pass  # the pipe or the client side is gone: the connection has ended
         except (anyio.BrokenResourceError, anyio.ClosedResourceError):
@@ -167,9 +176,19 @@ async def stdio_transport(
                 await write_stream.aclose()
                 with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
                     await stdin.aclose()
-                with trio.move_on_after(EXIT_GRACE):
+                with trio.move_on_after(EXIT_GRACE) as lingering:
                     await process.wait()
-                await end_group(process, grace=TERM_GRACE, what=f"MCP server {info.name!r}")
+                if lingering.cancelled_caught:
+                    log.info(
+                        "MCP server %r: process %d still runs %s after its stdin closed; "
+                        "ending its process group",
+                        info.name,
+                        process.pid,
+                        format_duration(EXIT_GRACE),
+                    )
+                await end_group(
+                    process, grace=TERM_GRACE, what=f"MCP server {info.name!r}", logger=log
+                )
                 if process.returncode is not None:
                     info.returncode = process.returncode
                     info.exited.set()
@@ -182,11 +201,19 @@ async def stdio_transport(
             await pipe.aclose()
 
 
-def _parse(line: bytes) -> SessionMessage | Exception:
+def _parse(info: StdioProcess, line: bytes) -> SessionMessage | Exception:
     try:
         message = mcp_types.jsonrpc_message_adapter.validate_json(line, by_name=False)
     except ValueError as error:
-        log.warning("MCP server sent a line that is not a JSON-RPC message: %.200r", line)
+        # What the server wrote may be anything: its text is for DEBUG only.
+        log.warning(
+            "MCP server %r sent a line that is not a JSON-RPC message (%d bytes)",
+            info.name,
+            len(line),
+        )
+        if log.isEnabledFor(logging.DEBUG):
+            text = info.redactor.text(line[:200].decode("utf-8", "replace"))
+            log.debug("MCP server %r: the line starts %r", info.name, text)
         return error
     return SessionMessage(message)
 
@@ -195,7 +222,8 @@ def _keep_stderr(info: StdioProcess, raw: bytes) -> None:
     line = raw.decode("utf-8", "replace").rstrip()
     if not line:
         return
-    log.debug("MCP server %r stderr: %s", info.name, line)
+    if log.isEnabledFor(logging.DEBUG):
+        log.debug("MCP server %r stderr: %s", info.name, info.redactor.text(line))
     if len(line) > _STDERR_LINE_CHARS:
         line = line[:_STDERR_LINE_CHARS] + "…"
     info.stderr.append(line)

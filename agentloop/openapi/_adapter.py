@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import contextlib
 import json
+import logging
 import math
 import os
 from collections.abc import Mapping
@@ -27,6 +28,8 @@ from ._plan import Body, Operation, Param, Security
 from ._spec import OpenApiError, Resolver, check_version, parse_document, shown, url_base
 
 __all__ = ["OpenApiToolAdapter"]
+
+log = logging.getLogger("agentloop.openapi")
 
 _ERROR_BODY_CHARS = 2000
 _DRAIN_LIMIT = 16 * 1024 * 1024  # past this, a long body is left unread
@@ -223,12 +226,21 @@ class OpenApiToolAdapter:
         timeout = self.config.timeout
         received = _Received(self.config.max_response_bytes)
         response: httpx2.Response | None = None
+        debug = log.isEnabledFor(logging.DEBUG)
+        logged = ""
+        if debug:  # the URL as results show it: every credential sent is ***
+            logged = Redactor(request.secrets).text(shown)
+            log.debug("%s: %s %s", self.name, method, logged)
         async with _client(self.config) as client:
             with trio.move_on_after(timeout if timeout is not None else math.inf) as deadline:
                 try:
                     async with client.stream(
                         method, request.url, headers=request.headers, timeout=None, **request.body
                     ) as response:
+                        if debug:
+                            log.debug(
+                                "%s: %s %s -> %d", self.name, method, logged, response.status_code
+                            )
                         await received.read(response)
                 except httpx2.HTTPError as error:
                     raise ToolError(f"{method} {shown} failed: {_describe(error)}") from error

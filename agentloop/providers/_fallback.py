@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from typing import Any
 
@@ -11,6 +12,8 @@ from ._base import Emit, ModelRequest, Provider
 from ._errors import NetworkError, OverloadedError, ProviderError, RateLimitError, ServerError
 
 __all__ = ["FallbackError", "FallbackProvider"]
+
+log = logging.getLogger("agentloop.providers")
 
 #: The failures that make a FallbackProvider try its next model: the model was there
 #: and the request was fine, but the service could not answer.
@@ -111,6 +114,13 @@ class FallbackProvider:
                 failures.append((_name(provider), error))
                 if position == len(self.providers) - 1:
                     break
+                log.warning(
+                    "%s failed (%s: %s); asking %s",
+                    _name(provider),
+                    type(error).__name__,
+                    error,
+                    _name(self.providers[position + 1]),
+                )
                 if streamed:
                     await emit(
                         StreamRestart(

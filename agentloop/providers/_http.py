@@ -24,8 +24,12 @@ this module does the rest:
 
 from __future__ import annotations
 
+import logging
 import math
+import os
 import random
+import socket
+import urllib.parse
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import aclosing
 from typing import Any, Protocol, Self
@@ -39,6 +43,7 @@ from .._events import StreamDelta, StreamRestart
 from .._tool import format_duration
 from .._types import AssistantMessage
 from .._util import require_trio
+from .._words import plural
 from ._base import Emit, ModelRequest
 from ._errors import NetworkError, ProviderError, classify_http_error, error_detail, redact
 from ._model import ModelConfig, Secret
@@ -64,6 +69,8 @@ DEFAULT_REQUEST_TIMEOUT = 600.0
 _ERROR_BODY_LIMIT = 64 * 1024
 _DRAIN_SECONDS = 5.0
 _MIN_SECRET_LENGTH = 8  # header values this long or longer are redacted from errors
+
+log = logging.getLogger("agentloop.providers")
 
 
 class StreamParser(Protocol):
@@ -104,6 +111,33 @@ def _retry_after(headers: httpx2.Headers) -> float | None:
 def _should_retry(headers: httpx2.Headers) -> bool | None:
     value = headers.get("x-should-retry", "").strip().lower()
     return {"true": True, "false": False}.get(value)
+
+
+def _connect_failure(error: BaseException) -> str:
+    """Why a connection failed, in a few words: ``connection refused``, ``unknown host``.
+
+    The system's error is found under the HTTP library's (its cause, or one of
+    the attempts of an exception group); else the library's own message.
+    """
+    pending: list[BaseException] = [error]
+    seen: set[int] = set()
+    while pending:
+        current = pending.pop(0)
+        if id(current) in seen:
+            continue
+        seen.add(id(current))
+        if isinstance(current, socket.gaierror):
+            if current.errno in (socket.EAI_NONAME, getattr(socket, "EAI_NODATA", None)):
+                return "unknown host"
+            return (current.strerror or str(current)).lower()
+        if isinstance(current, OSError) and current.errno:
+            return os.strerror(current.errno).lower()
+        if isinstance(current, BaseExceptionGroup):
+            pending += current.exceptions
+        for linked in (current.__cause__, current.__context__):
+            if linked is not None:
+                pending.append(linked)
+    return str(error) or type(error).__name__
 
 
 async def _read_limited(response: httpx2.Response, limit: int) -> str:
@@ -259,6 +293,18 @@ class HTTPProvider:
     async def __aexit__(self, *exc_info: object) -> None:
         await self.aclose()
 
+    def _host(self) -> str:
+        """The server, as connection errors name it: ``host`` or ``host:port``, no path."""
+        parts = urllib.parse.urlsplit(self.url())
+        host = parts.hostname or self.url()
+        if ":" in host:  # an IPv6 address
+            host = f"[{host}]"
+        try:
+            port = parts.port
+        except ValueError:
+            port = None
+        return host if port is None else f"{host}:{port}"
+
     def _http(self) -> httpx2.AsyncClient:
         if self._client is None:
             self._client = httpx2.AsyncClient(timeout=self._timeout or DEFAULT_TIMEOUT)
@@ -284,10 +330,22 @@ class HTTPProvider:
             except ProviderError as error:
                 if not error.retryable or retries >= self.retry.max_retries:
                     if retries:
-                        error.message = f"{error.message} (gave up after {retries} retries)"
+                        tried = plural(retries, "retry", "retries")
+                        error.message = f"{error.message} (gave up after {tried})"
                     raise
                 retries += 1
                 delay = self.retry.delay(retries, retry_after=error.retry_after, rng=self._rng)
+                if log.isEnabledFor(logging.WARNING):
+                    log.warning(
+                        "%s model %r: %s, retrying in %s (retry %d of %d): %s",
+                        self.model.provider,
+                        self.model.id,
+                        type(error).__name__,
+                        format_duration(delay),
+                        retries,
+                        self.retry.max_retries,
+                        redact(str(error), self.secrets()),
+                    )
                 await emit(StreamRestart(attempt=retries + 1, delay=delay, error=str(error)))
                 await trio.sleep(delay)
 
@@ -306,6 +364,13 @@ class HTTPProvider:
         secrets = self.secrets()
         parser = self.parser()
         idle = math.inf if self.idle_timeout is None else self.idle_timeout
+        if log.isEnabledFor(logging.DEBUG):
+            log.debug(
+                "%s model %r: POST %s",
+                self.model.provider,
+                self.model.id,
+                redact(self.url(), secrets),
+            )
         try:
             async with self._http().stream(
                 "POST",
@@ -369,8 +434,13 @@ class HTTPProvider:
                         if parser.done:
                             await _drain(chunks)
                             break
+        except httpx2.ConnectTimeout as error:
+            raise NetworkError(f"cannot connect to {self._host()}: timed out") from error
         except httpx2.TimeoutException as error:
             raise NetworkError(f"{self.api_name} API timed out ({type(error).__name__})") from error
+        except httpx2.ConnectError as error:
+            reason = redact(_connect_failure(error), secrets)
+            raise NetworkError(f"cannot connect to {self._host()}: {reason}") from error
         except httpx2.TransportError as error:
             detail = redact(str(error) or type(error).__name__, secrets)
             raise NetworkError(f"{self.api_name} API connection failed: {detail}") from error

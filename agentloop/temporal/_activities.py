@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import collections
+import logging
 import threading
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
@@ -16,6 +17,7 @@ from .._loop import ToolRegistry, run_tool_call
 from .._tool import ToolResult, tool_traits
 from .._types import AssistantMessage, Message, ToolCall
 from .._util import raise_single
+from .._words import plural
 from ..providers import ModelRequest, ProviderError
 from ..serialization import from_dict, to_dict
 from ..session import NOT_RUN_AGAIN
@@ -24,6 +26,8 @@ from ._agents import factory
 __all__ = ["HEARTBEAT", "HISTORY_MISSING", "model_activity", "tool_activity"]
 
 T = TypeVar("T")
+
+log = logging.getLogger("agentloop.temporal")
 
 HEARTBEAT = 0.5
 """Seconds between two heartbeats of a running tool call."""
@@ -48,8 +52,9 @@ def _history(key: str, base: int, new: list[dict[str, Any]]) -> tuple[Message, .
     with _HISTORIES_LOCK:
         known = _HISTORIES.pop(key, []) if base else []
         if len(known) != base:
+            log.debug("%s: this worker lacks the first %d messages; asking for them all", key, base)
             raise ApplicationError(
-                f"this worker does not have the first {base} messages of {key}",
+                f"this worker does not have the first {plural(base, 'message')} of {key}",
                 type=HISTORY_MISSING,
                 non_retryable=True,
             )
@@ -125,8 +130,17 @@ def tool_activity(agent_name: str, call: dict[str, Any], loop_id: str) -> dict[s
     if tool is None:
         return _answer(ToolResult.text(f"Tool not found: {tool_call.name}"), True)
     traits = tool_traits(tool)
-    if activity.info().attempt > 1 and not traits.replay_safe:
-        return _answer(ToolResult.text(NOT_RUN_AGAIN), True)
+    attempt = activity.info().attempt
+    if attempt > 1:
+        log.info(
+            "tool call %s of %r: attempt %d (the worker of the last one was lost); %s",
+            tool_call.id,
+            tool_call.name,
+            attempt,
+            "replay-safe, run again" if traits.replay_safe else "not run again",
+        )
+        if not traits.replay_safe:
+            return _answer(ToolResult.text(NOT_RUN_AGAIN), True)
     timeout = traits.timeout if traits.timeout is not None else agent.config.tool_timeout
 
     async def progress(text: str) -> None:

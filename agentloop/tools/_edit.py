@@ -443,7 +443,8 @@ class EditFileTool:
             raise os_error("read", shown, error, missing_hint=_MISSING_HINT) from None
         if b"\x00" in data[:SNIFF_BYTES]:
             raise ToolError(
-                f"{shown} is a binary file ({len(data)} bytes); edit_file changes text files only"
+                f"{shown} is a binary file ({plural(len(data), 'byte')}); "
+                "edit_file changes text files only"
             )
         # surrogateescape: bytes that are not UTF-8 survive the round trip unchanged.
         text = data.decode("utf-8", errors="surrogateescape")

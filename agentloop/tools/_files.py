@@ -21,6 +21,7 @@ import trio
 from .._schedule import Claim
 from .._tool import InvalidArgs, ToolContext, ToolError, ToolResult
 from .._types import ImageContent, TextContent
+from .._words import plural as _plural
 from ._workspace import Workspace, as_workspace, path_claim, path_lock, path_subject
 
 __all__ = ["ReadFileTool", "WriteFileTool", "atomic_write"]
@@ -63,18 +64,19 @@ def size_text(n: int) -> str:
         return f"{n // MiB} MiB"
     if n >= KiB and n % KiB == 0:
         return f"{n // KiB} KiB"
-    return f"{n} bytes"
+    return plural(n, "byte")
 
 
 def plural(n: int, word: str) -> str:
-    """``1 line``, ``2 lines``."""
-    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+    """``1 line``, ``2 lines`` (:func:`agentloop._words.plural`)."""
+    return _plural(n, word)
 
 
 def numbered(number: int, line: str, max_chars: int) -> str:
     """One line as read_file shows it: ``cat -n`` numbering, long lines cut."""
     if len(line) > max_chars:
-        line = f"{line[:max_chars]}… [line truncated: {len(line) - max_chars} more characters]"
+        more = plural(len(line) - max_chars, "more character")
+        line = f"{line[:max_chars]}… [line truncated: {more}]"
     return f"{number:>6}\t{line}"
 
 
@@ -315,7 +317,7 @@ class ReadFileTool:
                     data = head + file.read(cap + 1 - len(head))
                 elif b"\x00" in head:
                     raise ToolError(
-                        f"{shown} is a binary file ({info.st_size} bytes); "
+                        f"{shown} is a binary file ({plural(info.st_size, 'byte')}); "
                         "read_file shows text and images only"
                     )
                 else:
@@ -466,7 +468,7 @@ class WriteFileTool:
                 raise os_error("write", shown, error) from None
         state = "new file" if created else "replaced"
         return ToolResult.text(
-            f"Wrote {len(data)} bytes to {shown} ({state})",
+            f"Wrote {plural(len(data), 'byte')} to {shown} ({state})",
             details={"bytes": len(data), "created": created},
         )
 

@@ -19,6 +19,7 @@ import trio
 
 from .._context import PrunQueue, PrunRequest
 from .._tool import InvalidArgs, ToolContext, ToolResult
+from .._words import plural
 
 __all__ = ["PrunTool", "prun_tools"]
 
@@ -116,7 +117,7 @@ class PrunTool:
             memo = value
         self.prun_queue.put(PrunRequest(tokens, memo, ctx.tool_call_id))
         return ToolResult.text(
-            f"Prun request recorded: {tokens} tokens will be removed before next turn.",
+            f"Prun request recorded: {plural(tokens, 'token')} will be removed before next turn.",
             details={"tokens": tokens, "memo": memo},
         )
 

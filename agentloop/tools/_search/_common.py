@@ -11,7 +11,7 @@ from .._listing import (
     display,
 )
 
-log = logging.getLogger("agentloop")
+log = logging.getLogger("agentloop.tools")
 
 #: Bytes the Python engine reads at a time (then up to the end of a line).
 BLOCK_BYTES = 1024 * 1024

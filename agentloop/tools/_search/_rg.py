@@ -165,4 +165,6 @@ def _rg_failure(pattern: str, stderr: str) -> None:
     message = message.split("\n\nConsider ", 1)[0].strip()
     if "regex" in message:
         raise InvalidArgs(f"invalid regex {pattern!r} (ripgrep): {message}")
-    log.warning("search: rg failed, using the Python engine instead: %s", message)
+    # rg's message may quote the call's arguments (a glob, a path): DEBUG only.
+    log.warning("search: rg failed, using the Python engine instead")
+    log.debug("search: rg said: %s", message)

@@ -13,6 +13,9 @@ channel.
 Names are imported from here; providers live in :mod:`agentloop.providers`.
 """
 
+import logging as _logging
+import typing as _typing
+
 from ._agent import Agent as Agent
 from ._agent import QueueMode as QueueMode
 from ._channel import EventReceiver as EventReceiver
@@ -57,8 +60,6 @@ from ._events import ToolExecutionStart as ToolExecutionStart
 from ._events import ToolExecutionUpdate as ToolExecutionUpdate
 from ._events import TurnEnd as TurnEnd
 from ._events import TurnStart as TurnStart
-from ._function_tool import FunctionTool as FunctionTool
-from ._function_tool import tool as tool
 from ._loop import AgentLoopConfig as AgentLoopConfig
 from ._loop import ExecutionLimits as ExecutionLimits
 from ._loop import MessageSource as MessageSource
@@ -66,10 +67,6 @@ from ._loop import Output as Output
 from ._loop import OutputError as OutputError
 from ._loop import agent_loop as agent_loop
 from ._loop import agent_loop_continue as agent_loop_continue
-from ._permissions import Approver as Approver
-from ._permissions import PermissionRequest as PermissionRequest
-from ._permissions import PermissionRule as PermissionRule
-from ._permissions import Permissions as Permissions
 from ._schedule import Claim as Claim
 from ._schedule import Schedule as Schedule
 from ._tool import AgentTool as AgentTool
@@ -100,7 +97,22 @@ from ._types import UserMessage as UserMessage
 from ._util import TrioRequiredError as TrioRequiredError
 from .providers import ThinkingLevel as ThinkingLevel
 
+if _typing.TYPE_CHECKING:
+    from ._function_tool import FunctionTool as FunctionTool
+    from ._function_tool import tool as tool
+    from ._permissions import Approver as Approver
+    from ._permissions import PermissionRequest as PermissionRequest
+    from ._permissions import PermissionRule as PermissionRule
+    from ._permissions import Permissions as Permissions
+
 __version__ = "0.1.0.dev0"
+
+# Quiet unless the application configures logging (docs/concepts/logging.md): with a
+# handler on "agentloop", Python's last-resort handler no longer prints its warnings
+# on stderr; the records still reach the handlers the application sets up.
+_logger = _logging.getLogger("agentloop")
+if not any(isinstance(handler, _logging.NullHandler) for handler in _logger.handlers):
+    _logger.addHandler(_logging.NullHandler())  # once, even if the module is reloaded
 
 __all__ = [
     "Agent",
@@ -191,3 +203,25 @@ __all__ = [
     "summarize_exchanges",
     "tool",
 ]
+
+# Imported on first access (PEP 562): @tool with its JSON Schema compiler, and permissions.
+_LAZY = ("Approver", "FunctionTool", "PermissionRequest", "PermissionRule", "Permissions", "tool")
+
+
+def __getattr__(name: str) -> _typing.Any:
+    if name in ("FunctionTool", "tool"):
+        from . import _function_tool
+
+        value = getattr(_function_tool, name)
+    elif name in ("Approver", "PermissionRequest", "PermissionRule", "Permissions"):
+        from . import _permissions
+
+        value = getattr(_permissions, name)
+    else:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_LAZY})

@@ -16,7 +16,6 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Annotated, Any, Literal, TypeAlias
 
 import attrs
-import jsonschema
 
 __all__ = [
     "NO_DEFAULT",
@@ -198,6 +197,8 @@ def _union(args: tuple[Any, ...], seen: tuple[type, ...]) -> tuple[dict[str, Any
         return schema, None
     # The loop has validated the value against the whole union; convert it the
     # way the first branch that accepts it says.
+    import jsonschema  # here, not at the top: it is slow to import
+
     matchers = [
         (jsonschema.Draft202012Validator(branch_schema), convert)
         for branch_schema, convert in branches

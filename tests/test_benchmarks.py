@@ -142,3 +142,20 @@ def test_scheduling() -> None:
         "agent tree, its tools share a trio.CapacityLimiter(5)",
         "agent tree, Schedule(max_concurrent=5)",
     ]
+
+
+def test_import_time() -> None:
+    """Each import runs and is timed; the table has a row each, and nothing heavy is loaded."""
+    lines = bench("import_time.py", "--repeat", "1")
+    rows = [line.split(" | ") for line in lines if " | " in line]
+    assert [row[0].strip() for row in rows] == [
+        "module",
+        "trio",
+        "agentloop",
+        "agentloop.mcp",
+        "agentloop + HTTP providers",
+    ]
+    verdicts = [row[-1].strip() for row in rows[1:]]
+    assert verdicts[0] == verdicts[3] == "-"  # trio, and the HTTP providers: no target
+    assert {verdicts[1], verdicts[2]} <= {"ok", "OVER"}
+    assert any(line.startswith("loaded by a plain `import agentloop`: none of ") for line in lines)

@@ -904,6 +904,7 @@ print("agentloop:", agentloop.__file__)
 print("Agent:", agentloop.Agent.__name__)
 try:
     import agentloop.mcp
+    agentloop.mcp.McpConnection  # the SDK loads here, not at the import
 except ImportError as error:
     print("raised:", type(error).__name__)
     print("message:", error)
@@ -943,7 +944,8 @@ def test_import_without_the_sdk() -> None:
 
 
 def test_import_with_a_broken_sdk_dependency_is_not_disguised() -> None:
-    # The SDK is there but one of its own dependencies is not: that error goes through.
+    # The SDK is there but one of its own dependencies is not: that error goes through
+    # (when the SDK loads: with McpConnection, McpToolAdapter or the first connection).
     assert run_without("pydantic") == [
         f"agentloop: {REPO / 'agentloop' / '__init__.py'}",
         "Agent: Agent",

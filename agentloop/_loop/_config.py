@@ -3,19 +3,21 @@
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any, TypeAlias, TypedDict, TypeVar
+from typing import TYPE_CHECKING, Any, TypeAlias, TypedDict, TypeVar
 
 import attrs
 
 from .._check import number_field
 from .._context import CompactionConfig
 from .._events import AgentEvent
-from .._permissions import Permissions
 from .._schedule import Schedule
 from .._tool import ExecutionStrategy, Parallel
 from .._types import Message, Usage, UserMessage
 from ..providers import Provider, ThinkingLevel
 from ._output import Output, as_output
+
+if TYPE_CHECKING:  # an annotation only: permissions load when an application uses them
+    from .._permissions import Permissions
 
 __all__ = [
     "LoopSettings",

@@ -9,21 +9,19 @@ reads a JSON text as it streams, for the partial output events.
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Callable, Mapping
-from typing import Any, Generic, Literal, TypeVar
-
-import cattrs
-import jsonschema
-import jsonschema.exceptions
-import jsonschema.validators
+from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
 
 from .._errors import AgentloopError
-from .._json_schema import Unsupported, compile_type, type_name
 from .._names import check_tool_name
 from .._types import ToolCall
 from ..providers import OutputFormat, ToolDefinition
 from ._registry import Checker, _validator_for, check_arguments
+
+if TYPE_CHECKING:
+    import cattrs
 
 __all__ = [
     "OUTPUT_DESCRIPTION",
@@ -43,7 +41,14 @@ OUTPUT_DESCRIPTION = (
     "the run ends with the answer you pass."
 )
 _WRAP_KEY = "result"
-_converter = cattrs.Converter()
+
+
+@functools.cache
+def _converter() -> cattrs.Converter:
+    """The converter typed outputs are built with, made on first use (cattrs is slow to import)."""
+    import cattrs
+
+    return cattrs.Converter()
 
 
 class OutputError(AgentloopError):
@@ -146,6 +151,9 @@ class Output(Generic[T]):
         build: Callable[[Any], Any]
         if isinstance(type, Mapping):
             schema = dict(type)
+            import jsonschema.exceptions
+            import jsonschema.validators
+
             try:
                 json.dumps(schema, sort_keys=True, allow_nan=False)
                 jsonschema.validators.validator_for(schema).check_schema(schema)
@@ -159,6 +167,8 @@ class Output(Generic[T]):
             def build(value: Any) -> Any:
                 return value
         else:
+            from .._json_schema import Unsupported, compile_type, type_name
+
             try:
                 schema, _ = compile_type(type, ())
             except Unsupported as error:
@@ -167,7 +177,7 @@ class Output(Generic[T]):
                     "class, a dataclass, a TypedDict, a type @tool accepts, or a JSON Schema dict"
                 ) from None
             try:
-                hook = _converter.get_structure_hook(type)
+                hook = _converter().get_structure_hook(type)
             except Exception as error:  # cattrs raises several kinds for types it cannot build
                 raise TypeError(f"cattrs cannot build {type_name(type)}: {error}") from error
 
@@ -202,6 +212,8 @@ class Output(Generic[T]):
         self.format = OutputFormat(name, self.wire_schema, strict=self.strict)
 
     def __repr__(self) -> str:
+        from .._json_schema import type_name
+
         kind = "schema" if isinstance(self.type, Mapping) else type_name(self.type)
         return f"Output({kind}, mode={self.mode!r}, name={self.name!r}, retries={self.retries})"
 
@@ -247,7 +259,7 @@ class Output(Generic[T]):
         """``value`` as JSON-able data (what a sub-agent returns to its parent)."""
         if isinstance(self.type, Mapping):
             return value
-        return _converter.unstructure(value, self.type)
+        return _converter().unstructure(value, self.type)
 
     def load(self, data: Any) -> T:
         """The typed value of ``data`` as :meth:`dump` made it.
@@ -278,6 +290,8 @@ def _strip_fence(text: str) -> str:
 
 
 def _cattrs_messages(error: Exception) -> list[str]:
+    import cattrs
+
     if isinstance(error, cattrs.BaseValidationError):
         return [
             message.replace(" @ ", " at ") for message in cattrs.transform_error(error, path="$")

@@ -8,14 +8,11 @@ import weakref
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-import jsonschema
-import jsonschema.exceptions
-import jsonschema.validators
-
 from .._check import check_number
 from .._schedule import Claim, claim_of
 from .._tool import AgentTool, InvalidArgs, tool_traits
 from .._types import ToolCall
+from .._words import plural
 from ..providers import ToolDefinition
 
 __all__ = ["Checker", "ToolEntry", "ToolRegistry", "check_arguments", "tool_traits"]
@@ -144,6 +141,8 @@ class Checker:
 
 @functools.lru_cache(maxsize=1024)
 def _validator_for(schema_json: str) -> Checker:
+    import jsonschema.validators  # on first use: it costs ~20 ms at import
+
     schema = json.loads(schema_json)
     cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
     cls.check_schema(schema)
@@ -170,6 +169,8 @@ def compile_schema(tool: AgentTool) -> Any:
         schema_json = json.dumps(schema, sort_keys=True, allow_nan=False)
     except (TypeError, ValueError) as error:
         raise ValueError(f"tool {tool.name!r}: parameters_schema is not JSON: {error}") from error
+    import jsonschema.exceptions
+
     try:
         validator = _validator_for(schema_json)
     except jsonschema.exceptions.SchemaError as error:
@@ -220,7 +221,7 @@ class ToolRegistry:
 def _quote(text: str) -> str:
     if len(text) <= _QUOTE_LIMIT:
         return text
-    return f"{text[:_QUOTE_LIMIT]}... ({len(text) - _QUOTE_LIMIT} more characters)"
+    return f"{text[:_QUOTE_LIMIT]}... ({plural(len(text) - _QUOTE_LIMIT, 'more character')})"
 
 
 def _json_error(text: str) -> str:

@@ -10,11 +10,10 @@ from typing import Any
 import mcp.types as mcp_types
 
 from .._types import ImageContent, TextContent, ToolResultContent
+from ._base import DEFAULT_MAX_RESULT_BYTES
 
 __all__ = ["DEFAULT_MAX_IMAGE_BYTES", "DEFAULT_MAX_RESULT_BYTES", "convert_result"]
 
-#: Bytes of text (UTF-8) one result may put into the context.
-DEFAULT_MAX_RESULT_BYTES = 100_000
 #: Bytes (decoded) one image may have; larger ones are described instead.
 DEFAULT_MAX_IMAGE_BYTES = 5 * 1024 * 1024
 

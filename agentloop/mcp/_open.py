@@ -6,18 +6,19 @@ import os
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 import trio
-from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from .._check import check_number
 from .._util import raise_single, require_trio
-from ._adapter import McpToolAdapter
-from ._connection import McpConnection, McpConnectionError
-from ._content import DEFAULT_MAX_RESULT_BYTES
+from ._base import DEFAULT_MAX_RESULT_BYTES, McpConnectionError
 from ._servers import HttpServer, SseServer, StdioServer, load_mcp_config
+
+if TYPE_CHECKING:  # the MCP SDK loads with the first connection
+    from ._adapter import McpToolAdapter
+    from ._connection import McpConnection
 
 __all__ = ["McpServers", "open_mcp", "open_mcp_servers"]
 
@@ -39,6 +40,8 @@ def _check_options(
     protocol: str,
     max_result_bytes: int = DEFAULT_MAX_RESULT_BYTES,
 ) -> None:
+    from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
     check_number(max_result_bytes, "max_result_bytes", at_least=1, integer=True)
     if protocol not in ("auto", "legacy") and protocol not in MODERN_PROTOCOL_VERSIONS:
         versions = ", ".join(repr(v) for v in MODERN_PROTOCOL_VERSIONS)
@@ -114,6 +117,8 @@ async def open_mcp(
     """
     require_trio("open_mcp()")
     _check_options(call_timeout, connect_timeout, protocol, max_result_bytes)
+    from ._connection import McpConnection
+
     connection = McpConnection(
         server,
         name=name or _default_name(server),
@@ -136,7 +141,7 @@ async def open_mcp(
         raise_single(group)
 
 
-class McpServers(Mapping[str, McpConnection]):
+class McpServers(Mapping[str, "McpConnection"]):
     """The connections of :func:`open_mcp_servers`, by server name.
 
     ``tools`` is every connected server's tools, in the configuration's order;
@@ -195,6 +200,8 @@ async def open_mcp_servers(
     require_trio("open_mcp_servers()")
     _check_options(call_timeout, connect_timeout, protocol, max_result_bytes)
     specs = load_mcp_config(config)
+    from ._connection import McpConnection
+
     connections = {
         name: McpConnection(
             spec,

@@ -6,9 +6,16 @@ Anthropic's Messages API, :class:`OpenAIProvider` OpenAI's Chat Completions
 (and any compatible server), :class:`OpenAIResponsesProvider` OpenAI's
 Responses API; :class:`ScriptedProvider` replays a script, for tests and the
 offline demo.
+
+The HTTP providers and :class:`RetryConfig` load on first use (the providers
+import ``httpx2``), so ``import agentloop`` stays quick for code that only runs
+scripted or custom providers.
 """
 
-from ._anthropic import AnthropicProvider as AnthropicProvider
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
 from ._base import Emit as Emit
 from ._base import ModelRequest as ModelRequest
 from ._base import OutputFormat as OutputFormat
@@ -31,10 +38,6 @@ from ._model import ModelConfig as ModelConfig
 from ._model import ModelCost as ModelCost
 from ._model import Secret as Secret
 from ._model import ThinkingLevel as ThinkingLevel
-from ._openai import OpenAIProvider as OpenAIProvider
-from ._responses import OpenAIResponsesProvider as OpenAIResponsesProvider
-from ._retry import RetryConfig as RetryConfig
-from ._retry import parse_retry_after as parse_retry_after
 from ._scripted import ScriptedBlock as ScriptedBlock
 from ._scripted import ScriptedCall as ScriptedCall
 from ._scripted import ScriptedProvider as ScriptedProvider
@@ -44,6 +47,13 @@ from ._scripted import ScriptStep as ScriptStep
 from ._scripted import call as call
 from ._scripted import fail as fail
 from ._scripted import reply as reply
+
+if TYPE_CHECKING:
+    from ._anthropic import AnthropicProvider as AnthropicProvider
+    from ._openai import OpenAIProvider as OpenAIProvider
+    from ._responses import OpenAIResponsesProvider as OpenAIResponsesProvider
+    from ._retry import RetryConfig as RetryConfig
+    from ._retry import parse_retry_after as parse_retry_after
 
 __all__ = [
     "PRICES_AS_OF",
@@ -83,3 +93,35 @@ __all__ = [
     "parse_tool_arguments",
     "reply",
 ]
+
+
+_LAZY = (
+    "AnthropicProvider",
+    "OpenAIProvider",
+    "OpenAIResponsesProvider",
+    "RetryConfig",
+    "parse_retry_after",
+)
+
+
+def __getattr__(name: str) -> Any:
+    """The HTTP providers and their retry settings, imported on first access (PEP 562)."""
+    value: Any
+    if name == "AnthropicProvider":
+        from ._anthropic import AnthropicProvider as value
+    elif name == "OpenAIProvider":
+        from ._openai import OpenAIProvider as value
+    elif name == "OpenAIResponsesProvider":
+        from ._responses import OpenAIResponsesProvider as value
+    elif name == "RetryConfig":
+        from ._retry import RetryConfig as value
+    elif name == "parse_retry_after":
+        from ._retry import parse_retry_after as value
+    else:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_LAZY})

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import email.utils
 import random
 import time
 
@@ -81,6 +80,8 @@ def parse_retry_after(value: str | None, *, now: float | None = None) -> float |
         pass
     else:
         return seconds if seconds >= 0 and seconds == seconds else None
+    import email.utils  # here: only an HTTP date needs it (and datetime, calendar)
+
     try:
         moment = email.utils.parsedate_to_datetime(value)
     except (TypeError, ValueError, IndexError):

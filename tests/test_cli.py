@@ -13,6 +13,7 @@ import re
 import shlex
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -27,9 +28,15 @@ from rich.console import Console
 from server_common import process_alive
 
 import agentloop as al
-from agentloop._cli import Renderer, Screen, make_console, parse_args
-from agentloop._cli._commands import permission_lines, session_lines, tool_lines
-from agentloop._cli._input import LineReader
+from agentloop._cli import App, Renderer, Screen, make_console, parse_args
+from agentloop._cli._commands import (
+    choose_session,
+    error_hint,
+    permission_lines,
+    session_lines,
+    tool_lines,
+)
+from agentloop._cli._input import LineReader, _Above
 from agentloop._cli._models import DEMO_NOTE, ModelError, ScriptEnd, choose_model, load_script
 from agentloop._cli._render import summarize_args
 from agentloop._cli._setup import SetupError, describe_request, make_permissions, openapi_tools
@@ -37,6 +44,7 @@ from agentloop.providers import (
     AnthropicProvider,
     OpenAIProvider,
     OpenAIResponsesProvider,
+    RetryConfig,
     call,
     reply,
 )
@@ -44,6 +52,7 @@ from agentloop.session import (
     INTERRUPTED,
     NOT_RUN_AGAIN,
     SessionInfo,
+    SessionRecorder,
     list_sessions,
     load_session,
 )
@@ -53,6 +62,7 @@ DATA = Path(__file__).parent / "data" / "openapi"
 MCP_SERVERS = Path(__file__).parent / "mcp_servers.py"
 PROMPT = "\u203a"  # the idle prompt, a single right-pointing angle quotation mark
 STATUS = re.compile(r"^\[\d+ turns?, \d+ tokens in, \d+ tokens out\]$")
+SGR = re.compile(r"\x1b\[[0-9;]*m")  # a colour or an attribute, in captured escapes
 
 
 # --------------------------------------------------------------------------- helpers
@@ -71,6 +81,7 @@ def write_script(path: Path, turns: list[dict[str, Any]]) -> Path:
 def cli_env(home: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k not in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY")}
     env["AGENTLOOP_HOME"] = str(home)
+    env["TMPDIR"] = str(home.parent)  # the offline demo's scratch projects: not in /tmp
     return env
 
 
@@ -149,26 +160,60 @@ def test_resume_latest_or_an_id_and_repeatable_openapi() -> None:
     assert options.openapi == ("a.yaml", "https://x/o.json")
     options = parse_args(["--model", "openai:qwen3", "--base-url", "http://localhost:11434/v1"])
     assert (options.model, options.base_url) == ("openai:qwen3", "http://localhost:11434/v1")
+    options = parse_args(["--resume", "--any-directory"])
+    assert (options.resume, options.any_directory, options.sessions) == ("", True, False)
+    options = parse_args(["--sessions"])
+    assert (options.resume, options.any_directory, options.sessions) == (None, False, True)
+
+
+BASE_URL_NEEDS = "--base-url needs --model openai:MODEL (the model's name on that server)"
 
 
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
         (["-p", "a", "b"], "give the prompt once: either -p PROMPT or the words of the prompt"),
-        (["-p", " "], "the prompt is empty"),
-        (["--base-url", "http://h/v1"], "--base-url needs --model openai:MODEL"),
-        (["--model", "anthropic", "--base-url", "http://h/v1"], "--base-url needs --model"),
-        (["--openapi-base-url", "http://h"], "--openapi-base-url needs --openapi"),
+        (
+            ["-p", " "],
+            "the prompt is empty: give the text to run, or no prompt at all for an interactive "
+            "session",
+        ),
+        (["--base-url", "http://h/v1"], BASE_URL_NEEDS),
+        (["--model", "anthropic", "--base-url", "http://h/v1"], BASE_URL_NEEDS),
+        (
+            ["--openapi-base-url", "http://h"],
+            "--openapi-base-url needs --openapi URL_OR_FILE (the API's document)",
+        ),
+        (
+            ["--any-directory"],
+            "--any-directory goes with --resume or --sessions (it lets them reach the sessions "
+            "of other directories)",
+        ),
+        (["--sessions", "hi"], "--sessions lists the sessions and exits: give it without a prompt"),
+        (
+            ["--sessions", "--resume"],
+            "--sessions lists the sessions and exits: give it without --resume",
+        ),
     ],
 )
 def test_usage_errors_exit_2(
     argv: list[str], message: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """A contradictory command line is a usage error with a message."""
+    """A contradictory command line is a usage error with a message that says what to do."""
     with pytest.raises(SystemExit) as exit_info:
         parse_args(argv)
     assert exit_info.value.code == 2
-    assert f"agentloop: error: {message}" in capsys.readouterr().err
+    assert capsys.readouterr().err.splitlines()[-1] == f"agentloop: error: {message}"
+
+
+def test_a_directory_that_is_not_there(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """-C with a path that is no directory says so, and what -C wants."""
+    with pytest.raises(SystemExit):
+        parse_args(["-C", str(tmp_path / "nope")])
+    assert capsys.readouterr().err.splitlines()[-1] == (
+        f"agentloop: error: not a directory: {tmp_path / 'nope'} (give -C an existing "
+        "directory to work in)"
+    )
 
 
 # --------------------------------------------------------------------------- models
@@ -351,20 +396,19 @@ async def test_the_scripted_model_streams_and_says_when_the_script_ends(tmp_path
 
 
 async def test_the_demo_model_starts_its_plan_over_for_each_prompt(tmp_path: Path) -> None:
-    """The demo follows its plan again for a second prompt, on the prompt of that run."""
+    """The demo follows its plan again for each prompt, for as long as the session goes on
+    (here it stops early each time: the directory is not its scratch project)."""
     (tmp_path / "a.txt").write_text("x\n")
-    from agentloop._demo import CountLines, ListDirectory
-
-    agent = al.Agent(
-        choose_model({}).provider, tools=[ListDirectory(tmp_path), CountLines(tmp_path)]
-    )
-    await agent.run("first")
-    second = await agent.run("second")
-    final = second[-1]
-    assert isinstance(final, al.AssistantMessage)
-    assert final.text.startswith(
-        'Here is what I found:\na.txt: 1 lines\ntotal: 1 lines\n\nYou asked: "second".'
-    )
+    agent = al.Agent(choose_model({}).provider, tools=default_tools(tmp_path))
+    for prompt in ("first", "second", "third"):
+        messages = await agent.run(prompt)
+        assert [type(m).__name__ for m in messages] == [
+            "UserMessage", "AssistantMessage", "ToolResultMessage", "AssistantMessage"
+        ]  # fmt: skip
+        assert messages[1].text.startswith("This is agentloop's offline demo: ")
+        assert messages[-1].text.startswith("There is no calc.py and test_calc.py here: ")
+    ids = [c.id for m in agent.messages if isinstance(m, al.AssistantMessage) for c in m.tool_calls]
+    assert ids == ["demo_1", "demo_2", "demo_3"]
 
 
 # --------------------------------------------------------------------------- rendering
@@ -385,6 +429,27 @@ def test_streamed_text_thinking_and_retries() -> None:
         "  ↻ Anthropic API error 529: Overloaded; retrying in 1.5s (attempt 2)\n"
         "Hi."
     )
+
+
+def test_retry_lines_say_the_error_once_with_rounded_waits() -> None:
+    """The error on the first retry line of a call, "same error" after; waits to 0.1 s."""
+    console = Console(file=io.StringIO(), force_terminal=False, width=100)
+    renderer = Renderer(Screen(console), max_attempts=4)
+    refused = "cannot connect to 127.0.0.1:9: connection refused"
+    for attempt, delay, error in [
+        (2, 1.04, refused),
+        (3, 1.9837, refused),
+        (4, 4.25, "OpenAI API error 503: busy"),
+        (2, 0.04, refused),  # the next model call: said again
+    ]:
+        renderer.show(update(al.StreamRestart(attempt=attempt, delay=delay, error=error)))
+    assert isinstance(console.file, io.StringIO)
+    assert console.file.getvalue().splitlines() == [
+        f"  ↻ {refused}; retrying in 1s (attempt 2 of 4)",
+        "  ↻ same error; retrying in 2s (attempt 3 of 4)",
+        "  ↻ OpenAI API error 503: busy; retrying in 4.2s (attempt 4 of 4)",
+        f"  ↻ {refused}; retrying in 0s (attempt 2 of 4)",
+    ]
 
 
 def test_tool_calls_progress_output_and_results() -> None:
@@ -565,20 +630,153 @@ def test_permission_questions_name_the_call() -> None:
 
 
 def test_session_listing(tmp_path: Path) -> None:
-    """/sessions: id, time, messages and title, the current one marked."""
+    """/sessions: this directory's sessions (id, time, messages, title), the current one
+    marked, and how many others there are; with --any-directory, all, by directory."""
     import datetime
 
     when = datetime.datetime(2026, 3, 4, 5, 6, tzinfo=datetime.UTC)
     local = when.astimezone().strftime("%Y-%m-%d %H:%M")
+    here, there = tmp_path / "here", tmp_path / "there"
     infos = [
-        SessionInfo("s2", tmp_path / "s2.jsonl", when, "Fix the tests", 12),
-        SessionInfo("s1", tmp_path / "s1.jsonl", when, "Hello", 1),
+        SessionInfo("s4", tmp_path / "s4.jsonl", when, "Elsewhere", 2, there),
+        SessionInfo("s3", tmp_path / "s3.jsonl", when, "Old", 3),  # no directory recorded
+        SessionInfo("s2", tmp_path / "s2.jsonl", when, "Fix the tests", 12, here),
+        SessionInfo("s1", tmp_path / "s1.jsonl", when, "Hello", 1, here),
     ]
-    assert session_lines(infos, tmp_path / "s1.jsonl") == [
+    assert session_lines(infos, tmp_path / "s1.jsonl", here=here) == [
         f"  s2  {local}   12 messages  Fix the tests",
         f"  s1  {local}     1 message  Hello (this one)",
+        "(2 more sessions in other directories: add --any-directory to list them)",
     ]
-    assert session_lines([], None) == ["No saved sessions yet."]
+    assert session_lines(infos, None, here=here, any_directory=True) == [
+        f"In {here} (this directory):",
+        f"  s2  {local}   12 messages  Fix the tests",
+        f"  s1  {local}     1 message  Hello",
+        f"In {there}:",
+        f"  s4  {local}    2 messages  Elsewhere",
+        "In an unknown directory (recorded by an older agentloop):",
+        f"  s3  {local}    3 messages  Old",
+    ]
+    assert session_lines(infos[:1], None, here=here) == [
+        f"No saved sessions in {here} yet.",
+        "(1 more session in other directories: add --any-directory to list them)",
+    ]
+    assert session_lines([], None, here=here) == [f"No saved sessions in {here} yet."]
+    assert session_lines([], None, here=here, any_directory=True) == ["No saved sessions yet."]
+
+
+def test_choosing_the_session_to_resume(tmp_path: Path) -> None:
+    """This directory's sessions only, unless --any-directory; each refusal says what to do."""
+    import datetime
+
+    when = datetime.datetime(2026, 3, 4, 5, 6, tzinfo=datetime.UTC)
+    here, there = tmp_path / "here", tmp_path / "the re"
+    infos = [
+        SessionInfo("a-new", tmp_path / "1", when, "", 2, there),
+        SessionInfo("a-old", tmp_path / "2", when, "", 2, there),
+        SessionInfo("b-old", tmp_path / "3", when, "", 2),
+        SessionInfo("c-mine", tmp_path / "4", when, "", 2, here),
+        SessionInfo("c-two", tmp_path / "5", when, "", 2, here),
+    ]
+
+    def choose(session_id: str, any_directory: bool = False, found: Any = infos) -> str:
+        return choose_session(
+            found, session_id, here=here, any_directory=any_directory, listing="/sessions"
+        ).session_id
+
+    def refusal(session_id: str, any_directory: bool = False, found: Any = infos) -> str:
+        with pytest.raises(LookupError) as error:
+            choose(session_id, any_directory, found)
+        return str(error.value)
+
+    assert (choose(""), choose("", any_directory=True)) == ("c-mine", "a-new")
+    assert (choose("c-t"), choose("a-new", any_directory=True)) == ("c-two", "a-new")
+    assert choose("b", any_directory=True) == "b-old"
+    assert refusal("a-new") == (
+        f"session a-new belongs to {there}, not {here}: continue it there "
+        f"(cd '{there}' && agentloop --resume a-new), or add --any-directory to continue it "
+        f"in {here}"
+    )
+    assert refusal("b") == (
+        "session b-old does not say which directory it belongs to (it was recorded by an "
+        f"older agentloop): add --any-directory to continue it in {here}"
+    )
+    assert refusal("a") == (
+        f"no session of {here} starts with 'a', but 2 sessions of other directories do: add "
+        "--any-directory and more of the id (/sessions --any-directory lists them)"
+    )
+    assert refusal("c") == "several sessions start with 'c': c-mine, c-two (give more of the id)"
+    assert refusal("zz") == (
+        f"no saved session 'zz' (/sessions lists the sessions of {here}; add --any-directory "
+        "for every directory)"
+    )
+    assert refusal("", found=infos[:3]) == (
+        f"there is no saved session of {here} to resume: run agentloop without --resume to "
+        "start one (/sessions --any-directory lists the sessions of other directories)"
+    )
+    assert refusal("", found=[]) == (
+        f"there is no saved session of {here} to resume: run agentloop without --resume to "
+        "start one"
+    )
+
+
+@pytest.mark.parametrize(
+    ("message", "options", "hint"),
+    [
+        (
+            "cannot connect to 127.0.0.1:9: connection refused (gave up after 3 retries)",
+            {"provider": "openai", "base_url": "http://127.0.0.1:9/v1"},
+            "Is the server at http://127.0.0.1:9/v1 running? Start it, or check --base-url.",
+        ),
+        (
+            "cannot connect to api.anthropic.com: unknown host (gave up after 3 retries)",
+            {"provider": "anthropic"},
+            "Check your network connection (and any proxy settings), then try again.",
+        ),
+        (
+            "Anthropic API error 401 (authentication_error): invalid x-api-key",
+            {"provider": "anthropic"},
+            "Check the API key in ANTHROPIC_API_KEY (or name another variable with --api-key-env).",
+        ),
+        (
+            "OpenAI API error 403: forbidden",
+            {"provider": "openai", "api_key_env": "MY_KEY"},
+            "Check the API key in MY_KEY.",
+        ),
+        (
+            "openai-compatible (h) API error 401: no key",
+            {"provider": "openai", "base_url": "http://h/v1"},
+            "If the server needs an API key, set OPENAI_API_KEY or name its variable with "
+            "--api-key-env.",
+        ),
+        (
+            "openai-compatible (h) API error 404: not found",
+            {"provider": "openai", "base_url": "http://h"},
+            "Check the model's name on that server (--model openai:NAME) and --base-url (it "
+            "often ends in /v1).",
+        ),
+        (
+            "OpenAI API error 404 (model_not_found): no such model",
+            {"provider": "openai-responses"},
+            "Check the model's name in --model openai-responses:MODEL.",
+        ),
+        (
+            "OpenAI API error 429 (insufficient_quota): You exceeded your current quota",
+            {"provider": "openai"},
+            "The account has no credit left: check its plan and billing.",
+        ),
+        (
+            "Anthropic API error 529 (overloaded_error): Overloaded (gave up after 3 retries)",
+            {"provider": "anthropic"},
+            "The API kept failing; try again in a while.",
+        ),
+        ("Anthropic API error 400: bad", {"provider": "anthropic"}, None),
+        ("the script s.json has no turn left (all 0 played)", {"provider": "scripted"}, None),
+    ],
+)
+def test_a_model_error_says_what_to_do(message: str, options: Any, hint: str | None) -> None:
+    """After a model error, a line on what to check, in the words of the options given."""
+    assert error_hint(message, **options) == hint
 
 
 async def test_openapi_documents_from_files_and_urls(tmp_path: Path) -> None:
@@ -630,6 +828,28 @@ async def test_line_reader_splits_lines_across_reads_and_ends_with_none() -> Non
             os.close(write_fd)
 
 
+def test_output_above_the_prompt_is_whole_lines_and_rows() -> None:
+    """Under the line editor, output waits as whole lines; an unfinished line that grows
+    taller than the rows it may take gives up its first rows, cut where the terminal
+    would wrap them (wide characters take two columns), its colour going on after."""
+    woken: list[bool] = []
+    out = io.StringIO()
+    above = _Above(out, lambda: woken.append(True))
+    above.write("one\ntw")
+    above.write("o\nthr")
+    assert (above.take(10, 2), above.partial, len(woken)) == ("one\ntwo\n", "thr", 2)
+    above.write("ee " + "x" * 30)
+    assert above.take(10, 2) == "three " + "x" * 14 + "\n"  # two rows of ten
+    assert above.partial == "x" * 16
+    above.partial = ""
+    above.write("\x1b[2m" + "界" * 12 + "\x1b[0m")  # 24 columns: 5, 5, then 2 a row
+    assert above.take(10, 2) == "\x1b[2m" + "界" * 10 + "\x1b[0m\n"
+    assert above.partial == "\x1b[2m界界\x1b[0m"
+    above.go_direct()
+    above.write("and on\n")
+    assert (out.getvalue(), above.take(10, 2)) == ("\x1b[2m界界\x1b[0mand on\n", "")
+
+
 # --------------------------------------------------------------------------- the program, piped
 
 
@@ -671,8 +891,8 @@ def test_piped_session_asks_runs_and_records(tmp_path: Path) -> None:
         f"{PROMPT} /save",
         f"This session is saved as it goes, in {session.path} (id {session.session_id}).",
         f"{PROMPT} ",
-        f"agentloop: session saved in {session.path} "
-        f"(continue it with: agentloop --resume {session.session_id})",
+        f"agentloop: session saved in {session.path} "  # -C: run from elsewhere, it says so
+        f"(continue it with: agentloop -C {work} --resume {session.session_id})",
     ]
     loaded = load_session(session.path)
     assert loaded.meta == {"cwd": str(work), "model": f"scripted:{script}"}
@@ -751,32 +971,181 @@ def test_resume_continues_the_latest_session_in_the_same_file(tmp_path: Path) ->
 
 def test_resume_in_the_session_and_errors(tmp_path: Path) -> None:
     """/sessions and /resume ID in a session; a session that is not there is an error."""
-    home = tmp_path / "home"
+    home, here = tmp_path / "home", tmp_path.resolve()
     script = write_script(tmp_path / "1.json", [{"text": "One."}, {"text": "Again."}])
     run_cli("--model", f"scripted:{script}", "-p", "first", home=home, cwd=tmp_path)
     [session] = list_sessions(home / "sessions")
     result = run_cli(
         "--model", f"scripted:{script}", home=home, cwd=tmp_path,
-        input=f"/resume nope\n/resume {session.session_id}\n/resume\n",
+        input=f"/resume nope\n/resume {session.session_id}\n/resume\n/sessions all\n",
     )  # fmt: skip
     assert result.returncode == 0
-    assert result.stdout.splitlines()[3:8] == [
+    assert result.stdout.splitlines()[3:11] == [
         f"{PROMPT} /resume nope",
-        f"agentloop: no session 'nope' in {home / 'sessions'}",
+        f"agentloop: no saved session 'nope' (/sessions lists the sessions of {here}; add "
+        "--any-directory for every directory)",
         f"{PROMPT} /resume {session.session_id}",
         f"agentloop: resumed session {session.session_id}: 2 messages restored.",
         f"{PROMPT} /resume",
+        "usage: /resume ID [--any-directory] (/sessions lists them)",
+        f"{PROMPT} /sessions all",
+        "usage: /sessions [--any-directory]",
     ]
     missing = run_cli("--resume", "nope", home=home, cwd=tmp_path)
     assert (missing.returncode, missing.stderr) == (
         2,
-        f"agentloop: no session 'nope' in {home / 'sessions'}\n",
+        f"agentloop: no saved session 'nope' (agentloop --sessions lists the sessions of "
+        f"{here}; add --any-directory for every directory)\n",
     )
     empty = run_cli("--resume", home=tmp_path / "empty", cwd=tmp_path)
     assert (empty.returncode, empty.stderr) == (
         2,
-        "agentloop: there is no saved session to resume\n",
+        f"agentloop: there is no saved session of {here} to resume: run agentloop without "
+        "--resume to start one\n",
     )
+
+
+def old_session(folder: Path, session_id: str, prompt: str) -> None:
+    """A session file as older versions wrote them: no directory in its header."""
+    with SessionRecorder(folder / f"{session_id}.jsonl", meta={"model": "x"}) as rec:
+        rec.record(al.MessageEnd(loop_id="run.1", message=al.UserMessage.text(prompt)))
+
+
+def listed(info: SessionInfo) -> str:
+    """The line --sessions and /sessions show for ``info``."""
+    when = info.modified.astimezone().strftime("%Y-%m-%d %H:%M")
+    count = f"{info.messages} message{'' if info.messages == 1 else 's'}"
+    return f"  {info.session_id}  {when}  {count:>12}  {info.title}"
+
+
+def test_sessions_belong_to_the_directory_they_were_started_in(tmp_path: Path) -> None:
+    """--sessions and --resume see this directory's sessions; --any-directory reaches the
+    others (and older ones that do not say), and the program says whose they were."""
+    home, a, b = tmp_path / "home", tmp_path / "a", tmp_path / "b"
+    a.mkdir()
+    b.mkdir()
+    script = write_script(tmp_path / "1.json", [{"text": "One."}])
+    assert run_cli("--model", f"scripted:{script}", "-p", "in a", home=home, cwd=a).returncode == 0
+    [started] = list_sessions(home / "sessions")
+    sid = started.session_id
+    old_session(home / "sessions", "20200101-000000-0ld0ff", "from long ago")
+    os.utime(home / "sessions" / "20200101-000000-0ld0ff.jsonl", (1, 1))
+    infos = {info.session_id: info for info in list_sessions(home / "sessions")}
+    assert infos[sid].cwd == a
+    assert infos["20200101-000000-0ld0ff"].cwd is None
+
+    def cli(*args: str, input: str | None = None) -> subprocess.CompletedProcess[str]:
+        return run_cli(*args, home=home, cwd=b, input=input)
+
+    assert cli("--sessions").stdout.splitlines() == [
+        f"No saved sessions in {b} yet.",
+        "(2 more sessions in other directories: add --any-directory to list them)",
+    ]
+    assert cli("--sessions", "--any-directory").stdout.splitlines() == [
+        f"In {a}:",
+        listed(infos[sid]),
+        "In an unknown directory (recorded by an older agentloop):",
+        listed(infos["20200101-000000-0ld0ff"]),
+    ]
+    refusals = [cli("--resume", *more) for more in ([], [sid], [sid[:10]], ["2020"])]
+    assert [(r.returncode, r.stdout, r.stderr) for r in refusals] == [
+        (
+            2,
+            DEMO_NOTE + "\n",
+            f"agentloop: there is no saved session of {b} to resume: run agentloop without "
+            "--resume to start one (agentloop --sessions --any-directory lists the sessions of "
+            "other directories)\n",
+        ),
+        *[
+            (
+                2,
+                DEMO_NOTE + "\n",
+                f"agentloop: session {sid} belongs to {a}, not {b}: continue it there "
+                f"(cd {a} && agentloop --resume {sid}), or add --any-directory to continue it "
+                f"in {b}\n",
+            )
+        ]
+        * 2,
+        (
+            2,
+            DEMO_NOTE + "\n",
+            "agentloop: session 20200101-000000-0ld0ff does not say which directory it belongs "
+            "to (it was recorded by an older agentloop): add --any-directory to continue it in "
+            f"{b}\n",
+        ),
+    ]
+
+    second = write_script(tmp_path / "2.json", [{"text": "Here in b."}])
+    resumed = cli("--model", f"scripted:{second}", "--resume", sid, "--any-directory", "-p", "go")
+    assert (resumed.returncode, resumed.stderr) == (0, "")
+    assert resumed.stdout.splitlines()[:4] == [
+        f"agentloop: using the scripted model {second}.",
+        f"agentloop: resumed session {sid} of {a}: 2 messages restored; the agent works in {b}.",
+        "",
+        "Here in b.",
+    ]
+    old = cli("--model", f"scripted:{second}", "--resume", "2020", "--any-directory", input="")
+    assert old.stdout.splitlines()[1] == (
+        "agentloop: resumed session 20200101-000000-0ld0ff of an unknown directory: 1 message "
+        f"restored; the agent works in {b}."
+    )
+
+    # In a session: /sessions, /resume; the way back names the flag.
+    piped = cli(
+        "--model", f"scripted:{second}",
+        input=f"/sessions\n/resume {sid}\n/resume --any-directory {sid}\n",
+    )  # fmt: skip
+    [session_file] = [info.path for info in list_sessions(home / "sessions") if info.cwd == a]
+    assert piped.stdout.splitlines()[3:] == [
+        f"{PROMPT} /sessions",
+        f"No saved sessions in {b} yet.",
+        "(2 more sessions in other directories: add --any-directory to list them)",
+        f"{PROMPT} /resume {sid}",
+        f"agentloop: session {sid} belongs to {a}, not {b}: continue it there (cd {a} && "
+        f"agentloop --resume {sid}), or add --any-directory to continue it in {b}",
+        f"{PROMPT} /resume --any-directory {sid}",
+        f"agentloop: resumed session {sid} of {a}: 4 messages restored; the agent works in {b}.",
+        f"{PROMPT} ",
+        f"agentloop: session saved in {session_file} "
+        f"(continue it with: agentloop --resume {sid} --any-directory)",
+    ]
+    # The session stays of the directory it was started in.
+    back = run_cli("--model", f"scripted:{second}", "--resume", "-p", "hi", home=home, cwd=a)
+    assert back.stdout.splitlines()[1] == f"agentloop: resumed session {sid}: 4 messages restored."
+
+
+def dead_port() -> int:
+    """A port on 127.0.0.1 that nothing listens on: bound, then closed."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+    return port
+
+
+async def test_a_server_that_is_not_there(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """--base-url of a dead port: said once, waits rounded, then what to do (real sockets)."""
+    monkeypatch.setenv("AGENTLOOP_HOME", str(tmp_path / "home"))
+    url = f"http://127.0.0.1:{dead_port()}/v1"
+    options = parse_args(["--model", "openai:x", "--base-url", url, "-C", str(tmp_path), "hi"])
+    choice = choose_model({}, model=options.model, base_url=options.base_url)
+    assert isinstance(choice.provider, OpenAIProvider)
+    # The program's own retries, with exact waits of 0.04, 0.08 and 0.16 s.
+    choice.provider.retry = RetryConfig(initial_delay=0.04, jitter=0)
+    console = Console(file=io.StringIO(), force_terminal=False, width=200)
+    stderr = io.StringIO()
+    code = await App(options, choice, Screen(console), stderr=stderr).run()
+    assert (code, stderr.getvalue()) == (1, "")
+    where = url.removeprefix("http://").removesuffix("/v1")
+    assert console.file.getvalue().splitlines() == [  # type: ignore[attr-defined]
+        f"agentloop: using model x at {url}.",
+        "",
+        f"  ↻ cannot connect to {where}: connection refused; retrying in 0s (attempt 2 of 4)",
+        "  ↻ same error; retrying in 0.1s (attempt 3 of 4)",
+        "  ↻ same error; retrying in 0.2s (attempt 4 of 4)",
+        f"error: cannot connect to {where}: connection refused (gave up after 3 retries)",
+        f"  Is the server at {url} running? Start it, or check --base-url.",
+        "[1 turn, 0 tokens in, 0 tokens out]",
+    ]
 
 
 def test_mcp_servers_tools_and_the_ones_that_fail(tmp_path: Path) -> None:
@@ -792,16 +1161,17 @@ def test_mcp_servers_tools_and_the_ones_that_fail(tmp_path: Path) -> None:
             }
         )
     )
+    script = write_script(tmp_path / "s.json", [])
     result = run_cli(
-        "--model", "demo", "--mcp-config", str(config), home=tmp_path / "h", cwd=tmp_path,
-        input="/tools\n",
+        "--model", f"scripted:{script}", "--mcp-config", str(config), home=tmp_path / "h",
+        cwd=tmp_path, input="/tools\n",
     )  # fmt: skip
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
-    assert lines[0] == "agentloop: using the offline demo model."
+    assert lines[0] == f"agentloop: using the scripted model {script}."
     assert lines[1].startswith("agentloop: MCP server 'gone' is left out: ")
     assert "  t__echo " in result.stdout
-    assert "  count_lines " in result.stdout
+    assert "  read_file " in result.stdout
 
 
 def test_mcp_config_without_the_sdk(tmp_path: Path) -> None:
@@ -847,6 +1217,7 @@ class Terminal:
 
     def __init__(self) -> None:
         self.socket = f"agentloop-test-{uuid.uuid4().hex[:12]}"
+        self.bar: str | None = None  # the toolbar below the prompt, at the last look
 
     def tmux(self, *args: str, check: bool = True) -> str:
         return subprocess.run(
@@ -875,8 +1246,20 @@ class Terminal:
         self.send("Enter")
 
     def lines(self) -> list[str]:
-        text = self.tmux("capture-pane", "-p", "-J", "-S", "-", "-t", "t", check=False)
-        lines = [line.rstrip() for line in text.splitlines()]
+        """The pane's lines (the scrollback too), without the line editor's toolbar.
+
+        The toolbar (the row in reverse video below the prompt) is kept in :attr:`bar`.
+        """
+        text = self.tmux("capture-pane", "-p", "-e", "-J", "-S", "-", "-t", "t", check=False)
+        lines, self.bar = [], None
+        for row in text.splitlines():
+            plain = SGR.sub("", row).rstrip()
+            leading = re.match(r"(?:\x1b\[[0-9;]*m)*", row)
+            codes = SGR.findall(leading.group() if leading else "")
+            if any("7" in code[2:-1].split(";") for code in codes):  # reverse video
+                self.bar = plain.strip()
+            else:
+                lines.append(plain)
         while lines and not lines[-1]:
             lines.pop()
         return lines
@@ -898,12 +1281,23 @@ class Terminal:
         return self.wait(lambda lines: line in lines, repr(line), timeout)
 
     def wait_for_prompt(self, after: str) -> list[str]:
-        """Wait until the idle prompt is the last line, after the line ``after``."""
+        """Wait until the idle prompt is the last line, after the line ``after``, and no
+        run is going on (the prompt is there during a run too, to steer it)."""
 
         def ready(lines: list[str]) -> bool:
-            return after in lines and lines[-1] == PROMPT and lines.index(after) < len(lines) - 1
+            return (
+                after in lines
+                and lines[-1] == PROMPT
+                and lines.index(after) < len(lines) - 1
+                and not self.running
+            )
 
         return self.wait(ready, f"the prompt after {after!r}")
+
+    @property
+    def running(self) -> bool:
+        """Whether the toolbar said, at the last look, that a run is going on."""
+        return self.bar is not None and "running:" in self.bar
 
     def close(self) -> None:
         """Stop the server (and what runs in it); remove its socket."""
@@ -933,7 +1327,8 @@ def wait_until(test: Callable[[], bool], what: str, timeout: float = 20.0) -> No
 
 
 def test_terminal_run_streams_text_and_a_bash_call(terminal: Terminal, tmp_path: Path) -> None:
-    """Typed prompt, thinking and text, the permission question, the output, the status."""
+    """Typed prompt, thinking and text, the permission question, the output; the status
+    in the toolbar below the prompt; Ctrl-D quits."""
     script = write_script(tmp_path / "s.json", ECHO_HI)
     terminal.start(
         ["--model", f"scripted:{script}", "-C", str(tmp_path)], cwd=tmp_path, home=tmp_path / "h"
@@ -944,7 +1339,7 @@ def test_terminal_run_streams_text_and_a_bash_call(terminal: Terminal, tmp_path:
     terminal.type("y")
     lines = terminal.wait_for_prompt("The command printed hi.")
     start = lines.index(f"{PROMPT} hello")
-    assert lines[start : start + 9] == [
+    assert lines[start:] == [
         f"{PROMPT} hello",
         "The user wants hi.",
         "Let me run it.",
@@ -953,10 +1348,13 @@ def test_terminal_run_streams_text_and_a_bash_call(terminal: Terminal, tmp_path:
         "  │ hi",
         "✓ bash: Exit code: 0 (+1 lines)",
         "The command printed hi.",
-        lines[start + 8],
+        PROMPT,
     ]
-    assert STATUS.match(lines[start + 8])
-    assert lines[start + 8].startswith("[2 turns, ")
+    status, _, model = (terminal.bar or "").partition("  ")
+    assert model.startswith("scripted:")
+    assert model == f"scripted:{script}"[: len(model)]  # as much as fits
+    assert STATUS.match(status)
+    assert status.startswith("[2 turns, ")
     terminal.send("C-d")
     terminal.wait_for("[exited 0]")
 
@@ -1025,6 +1423,121 @@ def test_terminal_a_line_typed_during_a_run_steers_it(terminal: Terminal, tmp_pa
     ]
 
 
+def test_terminal_typing_while_text_streams_keeps_both_intact(
+    terminal: Terminal, tmp_path: Path
+) -> None:
+    """What is typed while the answer streams stays on the prompt line, below the
+    stream, which is never cut by it; Enter then sends it as the next prompt."""
+    home = tmp_path / "h"
+    words = " ".join(f"w{n}" for n in range(80))  # a word every 20 ms: over 1.5 seconds
+    script = write_script(
+        tmp_path / "s.json", [{"text": f"Streaming: {words} done."}, {"text": "Got it."}]
+    )
+    terminal.start(["--model", f"scripted:{script}"], cwd=tmp_path, home=home)
+    terminal.wait(lambda lines: lines[-1:] == [PROMPT], "the prompt")
+    terminal.type("go")
+    terminal.wait(lambda lines: any(line.startswith("Streaming: w0") for line in lines), "w0")
+    terminal.send("-l", "a draft typed mid-stream")
+    lines = terminal.wait(
+        lambda lines: lines[-1] == f"{PROMPT} a draft typed mid-stream", "the draft at the prompt"
+    )
+    assert terminal.running  # the answer is still streaming, above
+    assert not any("draft" in line for line in lines[:-1])
+    lines = terminal.wait(
+        lambda lines: lines[-1] == f"{PROMPT} a draft typed mid-stream" and not terminal.running,
+        "the draft at the prompt after the run",
+    )
+    assert lines[lines.index(f"{PROMPT} go") :] == [
+        f"{PROMPT} go",
+        f"Streaming: {words} done.",
+        f"{PROMPT} a draft typed mid-stream",
+    ]
+    terminal.send("Enter")
+    terminal.wait_for_prompt("Got it.")
+    terminal.send("C-d")
+    terminal.wait_for("[exited 0]")
+    [session] = list_sessions(home / "sessions")
+    assert [m.text for m in load_session(session.path).messages] == [
+        "go",
+        f"Streaming: {words} done.",
+        "a draft typed mid-stream",
+        "Got it.",
+    ]
+
+
+def test_terminal_history_new_lines_paste_and_ctrl_c_at_the_prompt(
+    terminal: Terminal, tmp_path: Path
+) -> None:
+    """Up recalls the last message; Esc Enter starts a new line and a bracketed paste of
+    several lines is one message; Ctrl-C clears what is typed at the prompt."""
+    home = tmp_path / "h"
+    script = write_script(tmp_path / "s.json", [{"text": "One."}, {"text": "Two."}])
+    terminal.start(["--model", f"scripted:{script}"], cwd=tmp_path, home=home)
+    terminal.wait(lambda lines: lines[-1:] == [PROMPT], "the prompt")
+    terminal.type("first message")
+    terminal.wait_for_prompt("One.")
+    terminal.send("Up")
+    terminal.wait(lambda lines: lines[-1] == f"{PROMPT} first message", "the message recalled")
+    terminal.send("C-c")
+    terminal.wait(lambda lines: lines[-2:] == ["One.", PROMPT], "the line cleared")
+
+    terminal.send("-l", "line one")
+    terminal.send("Escape", "Enter")
+    terminal.send("-l", "line two")
+    terminal.wait(lambda lines: lines[-2:] == [f"{PROMPT} line one", "  line two"], "two lines")
+    terminal.send("Enter")
+    terminal.wait_for_prompt("Two.")
+
+    terminal.tmux("set-buffer", "-b", "p", "pasted one\npasted two")
+    terminal.tmux("paste-buffer", "-p", "-d", "-b", "p", "-t", "t")  # -p: bracketed
+    terminal.wait(lambda lines: lines[-2:] == [f"{PROMPT} pasted one", "  pasted two"], "paste")
+    terminal.send("Enter")
+    lines = terminal.wait_for(f"error: the script {script} has no turn left (all 2 played)")
+    assert lines[lines.index("Two.") + 1 :][:2] == [f"{PROMPT} pasted one", "  pasted two"]
+    terminal.wait(lambda lines: lines[-1] == PROMPT and not terminal.running, "the prompt")
+    terminal.send("C-d")
+    terminal.wait_for("[exited 0]")
+    [session] = list_sessions(home / "sessions")
+    messages = load_session(session.path).messages
+    users = [m.text for m in messages if isinstance(m, al.UserMessage)]
+    assert users == ["first message", "line one\nline two", "pasted one\npasted two"]
+    history = (home / "history").read_text(encoding="utf-8")
+    assert "+line one\n+line two\n" in history
+
+
+def test_terminal_a_question_takes_the_prompt_and_gives_the_draft_back(
+    terminal: Terminal, tmp_path: Path
+) -> None:
+    """A permission question is asked on the prompt line; what was being typed there
+    waits, and is back once the question is answered."""
+    script = write_script(
+        tmp_path / "s.json", [bash_turn("Let me run it.", "echo hi", delay=1), {"text": "Done."}]
+    )
+    terminal.start(
+        ["--model", f"scripted:{script}", "-C", str(tmp_path)], cwd=tmp_path, home=tmp_path / "h"
+    )
+    terminal.wait(lambda lines: lines[-1:] == [PROMPT], "the prompt")
+    terminal.type("hello")
+    terminal.send("-l", "my draft")
+    terminal.wait(lambda lines: lines[-1] == f"{PROMPT} my draft", "the draft")
+    terminal.wait(lambda lines: lines[-1] == "Allow bash(echo hi)? [y/N]", "the question")
+    terminal.type("y")
+    lines = terminal.wait(
+        lambda lines: lines[-1] == f"{PROMPT} my draft" and not terminal.running,
+        "the draft back after the run",
+    )
+    assert lines[lines.index(f"{PROMPT} hello") :] == [
+        f"{PROMPT} hello",
+        "Let me run it.",
+        "Allow bash(echo hi)? [y/N] y",
+        '→ bash(command="echo hi")',
+        "  │ hi",
+        "✓ bash: Exit code: 0 (+1 lines)",
+        "Done.",
+        f"{PROMPT} my draft",
+    ]
+
+
 def test_terminal_resume_after_the_process_was_killed(terminal: Terminal, tmp_path: Path) -> None:
     """SIGKILL mid-turn; --resume restores what was recorded and the conversation goes on."""
     home = tmp_path / "h"
@@ -1081,3 +1594,152 @@ def test_terminal_resume_after_the_process_was_killed(terminal: Terminal, tmp_pa
     assert recorded[-1].text == INTERRUPTED
     assert texts[: len(recorded)] == [m.text for m in recorded[:-1]] + [NOT_RUN_AGAIN]
     assert texts[len(recorded) :] == ["go on", "Resumed and done."]
+
+
+def test_terminal_resume_of_another_directory(terminal: Terminal, tmp_path: Path) -> None:
+    """--resume ID of another directory is refused, saying where it belongs; with
+    --any-directory it goes on here, and the way back names the flag."""
+    home, a, b = tmp_path / "h", tmp_path / "a", tmp_path / "b"
+    a.mkdir()
+    b.mkdir()
+    first = write_script(tmp_path / "1.json", [{"text": "One."}])
+    assert run_cli("--model", f"scripted:{first}", "-p", "in a", home=home, cwd=a).returncode == 0
+    [started] = list_sessions(home / "sessions")
+    sid = started.session_id
+
+    terminal.start(["--model", "demo", "--resume", sid], cwd=b, home=home)
+    assert terminal.wait_for("[exited 2]") == [
+        "agentloop: using the offline demo model.",
+        f"agentloop: session {sid} belongs to {a}, not {b}: continue it there (cd {a} && "
+        f"agentloop --resume {sid}), or add --any-directory to continue it in {b}",
+        "[exited 2]",
+    ]
+    terminal.close()
+
+    second = write_script(tmp_path / "2.json", [{"text": "Here in b."}])
+    terminal.start(
+        ["--model", f"scripted:{second}", "--resume", sid, "--any-directory"], cwd=b, home=home
+    )
+    terminal.wait_for_prompt(
+        f"agentloop: resumed session {sid} of {a}: 2 messages restored; the agent works in {b}."
+    )
+    terminal.type("go on")
+    terminal.wait_for_prompt("Here in b.")
+    terminal.type("/quit")
+    lines = terminal.wait_for("[exited 0]")
+    assert lines[-2:] == [
+        f"agentloop: session saved in {started.path} "
+        f"(continue it with: agentloop --resume {sid} --any-directory)",
+        "[exited 0]",
+    ]
+    assert [m.text for m in load_session(started.path).messages] == [
+        "in a",
+        "One.",
+        "go on",
+        "Here in b.",
+    ]
+
+
+def test_terminal_offline_demo_fixes_a_bug_in_a_scratch_project(
+    terminal: Terminal, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No API key: the offline demo works on a scratch project in the temporary directory;
+    it reads, asks before the command and the edit, streams the check's output, shows the
+    fix as a diff, and the check passes; the user's directory is left alone."""
+    from agentloop._demo import FIXED_CALC_PY
+
+    work, temp = tmp_path / "work", tmp_path / "tmp"
+    work.mkdir()
+    temp.mkdir()
+    (work / "calc.py").write_text("# mine: the demo must not touch it\n")
+    monkeypatch.setenv("TMPDIR", str(temp))  # the tmux server, and so the program, get it
+    terminal.start([], cwd=work, home=tmp_path / "h")
+    terminal.wait(lambda lines: lines[-1:] == [PROMPT], "the prompt")
+    [scratch] = temp.iterdir()
+    assert scratch.name.startswith("agentloop-demo-")
+    terminal.type("fix it")
+    for question in (
+        "bash(python3 test_calc.py)",
+        "edit_file(calc.py)",
+        "bash(python3 test_calc.py)",
+    ):
+        terminal.wait_for(f"Allow {question}? [y/N]")  # asked, not answered yet
+        terminal.type("y")
+    real_model = (
+        "To work on your own code with a real model, set ANTHROPIC_API_KEY or OPENAI_API_KEY, "
+        "or choose one with --model (agentloop --help lists them), and run agentloop in your "
+        "project."
+    )
+    lines = terminal.wait_for_prompt(real_model)
+    assert lines[:3] == [
+        "agentloop: offline demo (no ANTHROPIC_API_KEY or OPENAI_API_KEY set): a scripted model "
+        f"works on a scratch project in {scratch}; nothing of yours is touched.",
+        "Type a prompt; /help lists the commands. Ctrl-C stops a run; Ctrl-D quits.",
+        "",
+    ]
+    assert lines[3:] == [
+        f"{PROMPT} fix it",
+        "This is agentloop's offline demo: I am a scripted model, not a real one, so I do the "
+        "same small task whatever you ask: make the check of this scratch project pass. First, "
+        "the files.",
+        "→ list_files()",
+        "✓ list_files: calc.py (+3 lines)",
+        "Two files: the code and its check. The code first.",
+        '→ read_file(path="calc.py")',
+        "✓ read_file: [calc.py: 12 lines] (+12 lines)",
+        "calc.py has add() and mean(). Now the check that tests them.",
+        '→ read_file(path="test_calc.py")',
+        "✓ read_file: [test_calc.py: 24 lines] (+24 lines)",
+        "It runs three cases and exits with status 1 when one fails. Let me run it: a command "
+        "needs your permission first.",
+        "Allow bash(python3 test_calc.py)? [y/N] y",
+        '→ bash(command="python3 test_calc.py")',
+        "  │ ok    add(2, 3) == 5",
+        "  │ FAIL  mean([1, 2, 3, 4]) == 2.25, expected 2.5",
+        "  │ FAIL  mean([5]) == 0.0, expected 5",
+        "  │ 1 passed, 2 failed",
+        "✓ bash: Exit code: 1 (+4 lines)",
+        "mean() is wrong: mean([1, 2, 3, 4]) gives 2.25 (expected 2.5) and mean([5]) gives 0.0 "
+        "(expected 5). It adds up numbers[1:], which skips the first number, and then divides "
+        "by the count of all of them. The fix is one line:",
+        "--- calc.py",
+        "+++ calc.py",
+        "@@ -8,5 +8,5 @@",
+        " def mean(numbers):",
+        "     total = 0",
+        "-    for n in numbers[1:]:",
+        "+    for n in numbers:",
+        "         total += n",
+        "     return total / len(numbers)",
+        "Changing a file needs your permission too.",
+        "Allow edit_file(calc.py)? [y/N] y",
+        '→ edit_file(path="calc.py", old_text="    for n in numbers[1:]:\\n", new…)',
+        "✓ edit_file: Edited calc.py: replaced 1 occurrence (+6 lines)",
+        "calc.py is edited. Now the check again (it asks again: each command does).",
+        "Allow bash(python3 test_calc.py)? [y/N] y",
+        '→ bash(command="python3 test_calc.py")',
+        "  │ ok    add(2, 3) == 5",
+        "  │ ok    mean([1, 2, 3, 4]) == 2.5",
+        "  │ ok    mean([5]) == 5",
+        "  │ 3 passed, 0 failed",
+        "✓ bash: Exit code: 0 (+4 lines)",
+        "All three cases pass: mean() skipped the first number, and now it does not.",
+        "",
+        "That was agentloop at work, with a scripted model in place of a real one. list_files "
+        "and read_file ran without asking, since they only read; bash and edit_file asked you "
+        "first. Each step reached the screen as an event while it happened: the tool calls, the "
+        "command's output line by line, the results, the run's status. The scratch project "
+        "stays where the first line says, for you to look at.",
+        "",
+        real_model,
+        PROMPT,
+    ]
+    status, _, model = (terminal.bar or "").partition("  ")
+    assert STATUS.match(status)
+    assert (status.startswith("[7 turns, "), model) == (True, "demo")
+    terminal.type("/quit")
+    terminal.wait_for("[exited 0]")
+    assert (scratch / "calc.py").read_text() == FIXED_CALC_PY
+    assert [(p.name, p.read_text()) for p in work.iterdir()] == [
+        ("calc.py", "# mine: the demo must not touch it\n")
+    ]

@@ -17,7 +17,7 @@ import trio
 from .._util import raise_single
 from ._app import App
 from ._args import Options, parse_args
-from ._models import ModelChoice, ModelError, choose_model
+from ._models import ModelChoice, ModelError, choose_model, demo_workspace
 from ._render import Renderer, Screen, make_console
 
 __all__ = [
@@ -59,6 +59,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             api_key_env=options.api_key_env,
             paced=sys.stdout.isatty(),
         )
+        options, choice = demo_workspace(options, choice)  # the demo: on a scratch project
     except ModelError as error:
         print(f"agentloop: {error}", file=sys.stderr)
         return 2

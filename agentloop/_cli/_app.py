@@ -7,7 +7,11 @@ Everything runs in one trio run, in these tasks:
   aborts the run (softly: every tool call still gets a result, and bash's
   process group is killed by the tool); a second Ctrl-C in the same run, or one
   at the prompt, quits with status 130 by cancelling the app's scope.
-- the line reader (:class:`~._input.LineReader`): standard input, line by line.
+- the line reader: standard input, line by line. On a terminal (standard input
+  and output both), that is the line editor (:class:`~._input.PromptReader`): a
+  prompt at the bottom of the screen, in a thread of its own, with the output
+  streaming above it and the status line below it; there Ctrl-C is a key, which
+  it hands to :meth:`App.interrupt`. Otherwise :class:`~._input.LineReader`.
 - the main task: the prompt, the commands, and each run (``agent.prompt()``:
   every event is recorded to the session and rendered).
 - during a run, the input router: a typed line is steering (``agent.steer``),
@@ -18,6 +22,8 @@ Everything runs in one trio run, in these tasks:
 from __future__ import annotations
 
 import contextlib
+import os
+import shlex
 import signal
 import sys
 from pathlib import Path
@@ -28,23 +34,31 @@ import trio
 from .. import _events as ev
 from .._agent import Agent
 from .._channel import EventReceiver
-from .._demo import CountLines, ListDirectory
 from .._permissions import PermissionRequest, Permissions
 from .._tool import AgentTool
 from .._types import AssistantMessage, StopReason, UserMessage
+from .._words import plural
+from ..providers import RetryConfig
 from ..session import (
     NOT_RUN_AGAIN,
     SessionLockedError,
     SessionRecorder,
-    find_session,
     list_sessions,
     load_session,
     new_session_path,
 )
 from ..tools import default_tools
 from ._args import Options
-from ._commands import help_lines, permission_lines, session_lines, tool_lines
-from ._input import LineReader
+from ._commands import (
+    ANY_DIRECTORY,
+    choose_session,
+    error_hint,
+    help_lines,
+    permission_lines,
+    session_lines,
+    tool_lines,
+)
+from ._input import LineReader, PromptReader, history_path
 from ._models import ModelChoice
 from ._render import Renderer, Screen
 from ._setup import (
@@ -73,6 +87,9 @@ class App:
         screen: Where everything is shown.
         stdin_fd: Where lines of input come from.
         stderr: Where setup errors go.
+        line_editor: Read an interactive session's lines with the line editor
+            (:class:`~._input.PromptReader`); None: when standard input and
+            the screen are both terminals.
     """
 
     def __init__(
@@ -83,18 +100,25 @@ class App:
         *,
         stdin_fd: int = 0,
         stderr: TextIO | None = None,
+        line_editor: bool | None = None,
     ) -> None:
         self.options = options
         self.choice = choice
         self.screen = screen
-        self.renderer = Renderer(screen)
+        retry = getattr(choice.provider, "retry", None)
+        attempts = retry.max_retries + 1 if isinstance(retry, RetryConfig) else None
+        self.renderer = Renderer(screen, max_attempts=attempts)
         self.stdin_fd = stdin_fd
         self.stderr = stderr if stderr is not None else sys.stderr
         self.exit_code = 0
         self.permissions: Permissions | None = None
         self.session_path: Path | None = None  # None: a new file at the first run
+        self._session_elsewhere = False  # the session was started in another directory
         self._agent: Agent | None = None
-        self._reader: LineReader | None = None
+        self._reader: LineReader | PromptReader | None = None
+        self._editor: PromptReader | None = None  # the reader, when it is the line editor
+        self._line_editor = line_editor
+        self._status = ""  # the last run's status line, for the line editor's toolbar
         self._recorder: SessionRecorder | None = None
         self._recording_failed = False
         self._scope = trio.CancelScope()
@@ -118,7 +142,7 @@ class App:
         return self._agent
 
     @property
-    def reader(self) -> LineReader:
+    def reader(self) -> LineReader | PromptReader:
         """The lines of standard input (once running)."""
         if self._reader is None:
             raise RuntimeError("the app is not running")
@@ -128,9 +152,27 @@ class App:
 
     async def run(self) -> int:
         """Set up, run the prompt or the interactive loop, clean up; return the exit status."""
+        if self.options.sessions:
+            sessions = await trio.to_thread.run_sync(list_sessions)
+            any_directory = self.options.any_directory
+            for line in session_lines(
+                sessions, None, here=self.options.directory, any_directory=any_directory
+            ):
+                self.screen.line(line)
+            return 0
         async with trio.open_nursery() as nursery:
             await nursery.start(self._watch_interrupts)
-            self._reader = LineReader(nursery, self.stdin_fd)
+            if self._wants_editor():
+                self._reader = self._editor = PromptReader(
+                    self.screen.console,
+                    prompt=PROMPT,
+                    on_interrupt=self.interrupt,
+                    toolbar=self._toolbar,
+                    history=history_path(),
+                )
+                self.renderer.status = self._show_status
+            else:
+                self._reader = LineReader(nursery, self.stdin_fd)
             try:
                 with self._scope:
                     async with contextlib.AsyncExitStack() as stack:
@@ -146,6 +188,9 @@ class App:
                                 await self._repl() if prompt is None else await self._run(prompt)
                             )
             finally:
+                if self._editor is not None:
+                    with trio.CancelScope(shield=True):
+                        await self._editor.aclose()
                 self._close_recorder()
                 await self._close_provider()
                 nursery.cancel_scope.cancel()
@@ -165,6 +210,50 @@ class App:
         else:
             self.screen.end_line()
             self.quit(130)
+
+    def _wants_editor(self) -> bool:
+        """Whether to read the lines with the line editor (see ``line_editor``)."""
+        if self._line_editor is not None:
+            return self._line_editor and self.interactive
+        if not (self.interactive and self.screen.input_is_terminal and self.stdin_fd == 0):
+            return False
+        if os.environ.get("TERM") == "dumb":
+            return False
+        try:
+            return os.isatty(0) and self.screen.console.file.isatty()
+        except (AttributeError, OSError, ValueError):
+            return False
+
+    def _toolbar(self) -> str:
+        """The line below the prompt: the last run's status (or that one runs), the model."""
+        if self._running:
+            what = "running: Enter steers it, Ctrl-C stops it"
+        else:
+            what = self._status or "Esc Enter: a new line; Ctrl-D quits"
+        return f"{what}  {self.choice.label}"
+
+    def _show_status(self, status: str) -> None:
+        """The renderer's status line at the end of a run: in the line editor's toolbar."""
+        self._status = status
+        if self._editor is not None:
+            self._editor.refresh()
+
+    def _ask(self, question: str) -> None:
+        """Show ``question`` (the prompt, or a permission question) before a line is read."""
+        if self._editor is not None and not self._editor.ended:
+            self.screen.end_line()  # the unfinished line goes above it, first
+            self._editor.ask(None if question == PROMPT else question)
+        else:
+            self.screen.ask(question)
+
+    def _answered(self, line: str | None) -> None:
+        """A line was read after :meth:`_ask` (None: the end of the input)."""
+        if self._editor is not None and self.screen.continues("question"):
+            self.screen.answered(line)  # the editor ended: the question was printed
+        elif self._editor is not None:
+            self._editor.ask(None)  # it shows the line after the question, as typed
+        else:
+            self.screen.answered(line)
 
     async def _watch_interrupts(
         self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
@@ -187,15 +276,10 @@ class App:
         root = options.directory
         screen.line(choice.note)
         tools: list[AgentTool] = list(default_tools(root))
-        also_allowed: list[str] = []
-        if choice.demo:
-            demo_tools: list[AgentTool] = [ListDirectory(root), CountLines(root)]
-            tools += demo_tools
-            also_allowed = [tool.name for tool in demo_tools]
         tools += await openapi_tools(options.openapi, options.openapi_base_url)
         if options.mcp_config is not None:
             tools += await mcp_tools(options.mcp_config, stack, screen)
-        self.permissions = make_permissions(self._approve, also_allowed=also_allowed)
+        self.permissions = make_permissions(self._approve)
         try:
             self._agent = Agent(
                 choice.provider,
@@ -207,32 +291,36 @@ class App:
         except (TypeError, ValueError) as error:
             raise SetupError(f"cannot use these tools together: {error}") from error
         if options.resume is not None:
-            await self._resume(options.resume)
+            await self._resume(
+                options.resume, any_directory=options.any_directory, listing="agentloop --sessions"
+            )
         if self.interactive:
             screen.line(BANNER, "dim")
         screen.line("")
 
-    async def _resume(self, session_id: str) -> None:
+    async def _resume(self, session_id: str, *, any_directory: bool, listing: str) -> None:
         """Load a session (``""``: the latest) into the idle agent; record to its file from now on.
+
+        Only the sessions started in this directory, unless ``any_directory``;
+        ``listing`` is the command that lists them, for the messages.
 
         Raises:
             SetupError: there is no such session, or it cannot be read.
         """
+        here = self.options.directory
         try:
-            if session_id:
-                path = await trio.to_thread.run_sync(find_session, session_id)
-            else:
-                sessions = await trio.to_thread.run_sync(list_sessions)
-                if not sessions:
-                    raise SetupError("there is no saved session to resume")
-                path = sessions[0].path
-            session = await trio.to_thread.run_sync(load_session, path)
+            sessions = await trio.to_thread.run_sync(list_sessions)
+            info = choose_session(
+                sessions, session_id, here=here, any_directory=any_directory, listing=listing
+            )
+            session = await trio.to_thread.run_sync(load_session, info.path)
         except LookupError as error:
             raise SetupError(str(error)) from error
         except (OSError, ValueError) as error:
             raise SetupError(f"cannot resume the session: {error}") from error
         self._close_recorder()
-        self.session_path = path
+        self.session_path = info.path
+        self._session_elsewhere = info.cwd != here
         self._recording_failed = False
         if session.interrupted:
             # Calls the stopped process left open: answered now, and recorded.
@@ -241,11 +329,16 @@ class App:
         else:
             session.restore(self.agent)
             recovered = ()
-        count = len(session.messages)
-        self.screen.line(
-            f"agentloop: resumed session {session.session_id}: "
-            f"{count} message{'' if count == 1 else 's'} restored."
-        )
+        restored = f"{plural(len(session.messages), 'message')} restored"
+        if info.cwd == here:
+            said = f"agentloop: resumed session {session.session_id}: {restored}."
+        else:
+            of = f"of {info.cwd}" if info.cwd is not None else "of an unknown directory"
+            said = (
+                f"agentloop: resumed session {session.session_id} {of}: {restored}; "
+                f"the agent works in {here}."
+            )
+        self.screen.line(said)
         for warning in session.warnings:
             self.screen.line(f"agentloop: {warning}", "yellow")
         for result in recovered:
@@ -266,9 +359,16 @@ class App:
             self._recorder = SessionRecorder(
                 path, meta={"cwd": str(self.options.directory), "model": self.choice.label}
             )
-        except (OSError, SessionLockedError) as error:
+        except SessionLockedError as error:
             self._recording_failed = True
             self.screen.error(f"agentloop: this session is not recorded: {error}")
+            return
+        except OSError as error:
+            self._recording_failed = True
+            self.screen.error(
+                f"agentloop: this session is not recorded: {error} (set AGENTLOOP_HOME to a "
+                "directory you can write to)"
+            )
             return
         self.session_path = path
 
@@ -302,9 +402,9 @@ class App:
                         self.screen.line(f"\u21aa {message.text}", "bold")
                     await self._run(*queued)
                     continue
-                self.screen.ask(PROMPT)
+                self._ask(PROMPT)
                 line = await self.reader.readline()
-                self.screen.answered(line)
+                self._answered(line)
                 if line is None:
                     return 0
                 text = line.strip()
@@ -321,14 +421,31 @@ class App:
             if self.session_path is not None and not self._recording_failed:
                 self.screen.line(
                     f"agentloop: session saved in {self.session_path} "
-                    f"(continue it with: agentloop --resume {self.session_path.stem})",
+                    f"(continue it with: {self._resume_command(self.session_path.stem)})",
                     "dim",
                 )
+
+    def _resume_command(self, session_id: str) -> str:
+        """The command line that continues the session ``session_id`` from the shell."""
+        words = ["agentloop"]
+        try:
+            elsewhere = self.options.directory != Path.cwd().resolve()
+        except OSError:  # the current directory is gone
+            elsewhere = True
+        if elsewhere:
+            words += ["-C", str(self.options.directory)]
+        words += ["--resume", session_id]
+        if self._session_elsewhere:
+            words.append(ANY_DIRECTORY)
+        return shlex.join(words)
 
     async def _run(self, *messages: str | UserMessage) -> int:
         """Run the agent on ``messages``; the status: 0, 1 (an error), 130 (stopped)."""
         self._open_recorder()
         self._running, self._stopping = True, False
+        if self._editor is not None:
+            self._editor.busy = True
+            self._editor.refresh()
         last: AssistantMessage | None = None
         failed = False
         try:
@@ -347,6 +464,7 @@ class App:
                                 event.message, AssistantMessage
                             ):
                                 last = event.message
+                                self._hint(last)
                 except Exception as error:  # a hook's or a tool's bug: report it, go on
                     self.screen.error(f"error: {type(error).__name__}: {error}")
                     failed = True
@@ -355,12 +473,29 @@ class App:
                 nursery.cancel_scope.cancel()
         finally:
             self._running = self._routing = False
+            if self._editor is not None:
+                self._editor.busy = False
+                self._editor.refresh()
         stopped, self._stopping = self._stopping, False
         if stopped:
             return 130
         if failed or (last is not None and last.stop_reason is StopReason.ERROR):
             return 1
         return 0
+
+    def _hint(self, message: AssistantMessage) -> None:
+        """After a model error, what to do about it (when there is something to say)."""
+        if message.stop_reason is not StopReason.ERROR or not message.error_message:
+            return
+        options = self.options
+        hint = error_hint(
+            message.error_message,
+            provider=self.choice.label.partition(":")[0],
+            base_url=options.base_url,
+            api_key_env=options.api_key_env,
+        )
+        if hint is not None:
+            self.screen.line(f"  {hint}", "yellow")
 
     async def _route_input(self) -> None:
         """During a run: each line answers a waiting question, or goes to the agent."""
@@ -371,7 +506,8 @@ class App:
                 if approval is not None:
                     approval.send_nowait(line)
                 elif line is not None:
-                    self.screen.typed()
+                    if self._editor is None:  # the terminal echoed it into the output
+                        self.screen.typed()
                     await self._during_run(line)
                 if line is None:
                     return
@@ -406,7 +542,7 @@ class App:
         """The approver of ``ask`` rules: ask on the terminal, wait for the next line."""
         async with self._approval_lock:
             await self._catch_up()
-            self.screen.ask(f"Allow {describe_request(request)}? [y/N] ")
+            self._ask(f"Allow {describe_request(request)}? [y/N] ")
             answer: str | None
             if self._routing:
                 send, receive = trio.open_memory_channel[str | None](1)
@@ -414,11 +550,13 @@ class App:
                 try:
                     answer = await receive.receive()
                 finally:
-                    if self._approval is send:
+                    if self._approval is send:  # no answer came: the question is withdrawn
                         self._approval = None
+                        if self._editor is not None:
+                            self._editor.ask(None)
             else:
                 answer = await self.reader.readline()
-            self.screen.answered(answer)
+            self._answered(answer)
             allowed = answer is not None and answer.strip().lower() in _YES
             if not allowed:
                 why = " (no more input)" if answer is None else ""
@@ -460,16 +598,27 @@ class App:
         elif name == "/save":
             lines = [self._where_saved()]
         elif name == "/sessions":
-            sessions = await trio.to_thread.run_sync(list_sessions)
-            lines = session_lines(sessions, self.session_path)
+            if rest not in ("", ANY_DIRECTORY):
+                lines = [f"usage: /sessions [{ANY_DIRECTORY}]"]
+            else:
+                sessions = await trio.to_thread.run_sync(list_sessions)
+                lines = session_lines(
+                    sessions,
+                    self.session_path,
+                    here=self.options.directory,
+                    any_directory=rest == ANY_DIRECTORY,
+                )
         elif name == "/resume":
+            words = rest.split()
+            any_directory = ANY_DIRECTORY in words
+            ids = [word for word in words if word != ANY_DIRECTORY]
             if running:
                 lines = ["/resume waits until the run ends."]
-            elif not rest:
-                lines = ["usage: /resume ID (/sessions lists them)"]
+            elif len(ids) != 1:
+                lines = [f"usage: /resume ID [{ANY_DIRECTORY}] (/sessions lists them)"]
             else:
                 try:
-                    await self._resume(rest)
+                    await self._resume(ids[0], any_directory=any_directory, listing="/sessions")
                 except SetupError as error:
                     screen.error(f"agentloop: {error}")
                 return False

@@ -10,7 +10,7 @@ from typing import Any
 
 import attrs
 
-from .._demo import demo_provider
+from .._demo import demo_provider, make_project
 from .._errors import AgentloopError
 from .._types import AssistantMessage, ThinkingContent
 from ..providers import (
@@ -28,6 +28,7 @@ from ..providers import (
     call,
     reply,
 )
+from ._args import Options
 
 __all__ = [
     "DEMO_NOTE",
@@ -35,6 +36,7 @@ __all__ = [
     "ModelError",
     "ScriptEnd",
     "choose_model",
+    "demo_workspace",
     "load_script",
     "scripted_provider",
 ]
@@ -57,7 +59,7 @@ class ModelChoice:
         provider: The model.
         label: Short and stable, for session files: ``"anthropic:claude-sonnet-5"``.
         note: The line that tells the user which model is used.
-        demo: The offline demo model, which needs its own two tools.
+        demo: The offline demo model (see :func:`demo_workspace`).
     """
 
     provider: Provider
@@ -294,3 +296,27 @@ def _demo(note: str, paced: bool) -> ModelChoice:
         note=note,
         demo=True,
     )
+
+
+def demo_workspace(options: Options, choice: ModelChoice) -> tuple[Options, ModelChoice]:
+    """Where the model works: the offline demo on a scratch project of its own.
+
+    A new session of the demo model works in a new temporary directory holding
+    the demo's project, never in the user's; the note says where. Resuming a
+    session, or listing them, stays in the directory asked for.
+
+    Raises:
+        ModelError: the scratch project cannot be written.
+    """
+    if not choice.demo or options.resume is not None or options.sessions:
+        return options, choice
+    try:
+        directory = make_project()
+    except OSError as error:
+        raise ModelError(f"cannot write the demo's scratch project: {error}") from error
+    why = " (no ANTHROPIC_API_KEY or OPENAI_API_KEY set)" if options.model is None else ""
+    note = (
+        f"agentloop: offline demo{why}: a scripted model works on a scratch project in "
+        f"{directory}; nothing of yours is touched."
+    )
+    return attrs.evolve(options, directory=directory), attrs.evolve(choice, note=note)

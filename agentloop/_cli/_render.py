@@ -7,6 +7,7 @@ The console decides on colour: none when the output is not a terminal.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any, TextIO
 
 from rich.console import Console
@@ -134,9 +135,13 @@ class Renderer:
     ``↪ text``; the prompts before it are not (the user just typed them).
     """
 
-    def __init__(self, screen: Screen) -> None:
+    def __init__(self, screen: Screen, *, max_attempts: int | None = None) -> None:
         self.screen = screen
+        self.max_attempts = max_attempts  # of a model call, for the retry line; None: unknown
+        self._retrying = ""  # the error the last retry line named
         self._answered = False  # the run's first assistant message began
+        #: Where the status line goes at the end of a run; None: a line on the screen.
+        self.status: Callable[[str], None] | None = None
 
     def show(self, event: ev.AgentEvent) -> None:
         """Render one event."""
@@ -153,7 +158,12 @@ class Renderer:
             case ev.MessageUpdate(
                 delta=ev.StreamRestart(attempt=attempt, delay=delay, error=error)
             ):
-                screen.line(f"  ↻ {error}; retrying in {delay:g}s (attempt {attempt})", "yellow")
+                # The error once per model call; "same error" when a retry fails alike.
+                said = "same error" if attempt > 2 and error == self._retrying else error
+                self._retrying = error
+                seconds = f"{delay:.1f}".rstrip("0").rstrip(".")
+                of = f" of {self.max_attempts}" if self.max_attempts else ""
+                screen.line(f"  ↻ {said}; retrying in {seconds}s (attempt {attempt}{of})", "yellow")
             case ev.MessageEnd(message=UserMessage() as message) if self._answered:
                 screen.line(f"↪ {message.text}", "bold")
             case ev.MessageEnd(message=AssistantMessage(stop_reason=StopReason.ERROR) as message):
@@ -182,7 +192,10 @@ class Renderer:
             case ev.PrunApplied(messages_removed=removed):
                 screen.line(f"  ⋯ pruned {removed} messages from the context", "dim")
             case ev.AgentEnd(messages=messages, usage=usage):
-                screen.line(status_line(messages, usage), "dim")
+                if self.status is not None:
+                    self.status(status_line(messages, usage))
+                else:
+                    screen.line(status_line(messages, usage), "dim")
             case _:
                 pass
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 import inspect
 import logging
 import math
-import uuid
+import os
 from collections.abc import Sequence
 from typing import Any
 
@@ -197,7 +197,7 @@ class TrioDriver:
         self.core = LoopCore(
             context,
             config,
-            loop_id=loop_id or uuid.uuid4().hex,
+            loop_id=loop_id or os.urandom(16).hex(),
             parent_loop_id=parent_loop_id,
             now=trio.current_time,
         )

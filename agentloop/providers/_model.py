@@ -269,18 +269,10 @@ class ModelConfig:
         a model that cannot reason refuses the reasoning fields. Another server
         that speaks the Responses API is a ``base_url=`` (and ``provider=``) away.
         """
-        preset = _OPENAI.get(id, {"context_window": 128_000, "max_tokens": 16_384})
-        config = cls(
-            id=id,
-            api="openai-responses",
-            provider="openai",
-            base_url="https://api.openai.com/v1",
-            api_key=api_key,
-            api_key_env="OPENAI_API_KEY",
-            compat=Compat(reasoning_effort=_reasons(id)),
-            **preset,
+        config = cls.openai(id, api_key=api_key)  # the same server, limits and prices
+        return attrs.evolve(
+            config, api="openai-responses", compat=Compat(reasoning_effort=_reasons(id)), **changes
         )
-        return attrs.evolve(config, **changes)
 
     @classmethod
     def openai_compatible(

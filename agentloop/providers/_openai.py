@@ -28,7 +28,7 @@ from __future__ import annotations
 import json
 import random
 import urllib.parse
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal
 
 import attrs
@@ -281,20 +281,31 @@ def _tool(message: ToolResultMessage, with_name: bool) -> dict[str, Any]:
     return entry
 
 
-def _result_images(results: Sequence[ToolResultMessage]) -> dict[str, Any] | None:
-    """One user message carrying the images of ``results``, which tool messages cannot."""
+def result_image_parts(
+    results: Sequence[ToolResultMessage],
+    text_type: str,
+    image_part: Callable[[ImageContent], dict[str, Any]],
+) -> list[dict[str, Any]]:
+    """The images of ``results`` as content parts, each run introduced by a text part
+    naming its call (tool results cannot hold images in either OpenAI API)."""
     parts: list[dict[str, Any]] = []
     for result in results:
         images = [block for block in result.content if isinstance(block, ImageContent)]
         if images:
             parts.append(
                 {
-                    "type": "text",
+                    "type": text_type,
                     "text": f"The image{'s' if len(images) > 1 else ''} from the result of "
                     f"{result.tool_name} (tool call {result.tool_call_id}):",
                 }
             )
-            parts.extend(_image_part(image) for image in images)
+            parts.extend(image_part(image) for image in images)
+    return parts
+
+
+def _result_images(results: Sequence[ToolResultMessage]) -> dict[str, Any] | None:
+    """One user message carrying the images of ``results``, which tool messages cannot."""
+    parts = result_image_parts(results, "text", _image_part)
     return {"role": "user", "content": parts} if parts else None
 
 

@@ -149,7 +149,7 @@ from ._http import (
     resolve_model,
 )
 from ._model import ModelConfig, Secret, ThinkingLevel
-from ._openai import _server_name
+from ._openai import _server_name, result_image_parts
 from ._retry import RetryConfig
 from .sse import ServerSentEvent
 
@@ -304,18 +304,7 @@ def _result(message: ToolResultMessage) -> dict[str, Any]:
 
 def _result_images(results: Sequence[ToolResultMessage]) -> dict[str, Any] | None:
     """One user message carrying the images of ``results``, which outputs cannot."""
-    parts: list[dict[str, Any]] = []
-    for result in results:
-        images = [block for block in result.content if isinstance(block, ImageContent)]
-        if images:
-            parts.append(
-                {
-                    "type": "input_text",
-                    "text": f"The image{'s' if len(images) > 1 else ''} from the result of "
-                    f"{result.tool_name} (tool call {result.tool_call_id}):",
-                }
-            )
-            parts.extend(_image(image) for image in images)
+    parts = result_image_parts(results, "input_text", _image)
     return {"type": "message", "role": "user", "content": parts} if parts else None
 
 

@@ -178,19 +178,29 @@ class Redactor:
     {'headers': {'X-Key': '***'}, 'n': 1}
     """
 
-    __slots__ = ("_pattern",)
+    __slots__ = ("_forms", "_min_length", "_pattern")
 
     def __init__(self, secrets: Iterable[str], *, min_length: int = 4) -> None:
-        forms: set[str] = set()
+        self._forms: set[str] = set()
+        self._min_length = min_length
+        self._pattern: re.Pattern[str] | None = None
+        self.add(secrets)
+
+    def add(self, secrets: Iterable[str]) -> None:
+        """Redact ``secrets`` too, from now on (credentials learned later: OAuth tokens)."""
+        forms = set(self._forms)
         for secret in secrets:
-            if len(secret) < min_length:
+            if len(secret) < self._min_length:
                 continue
             forms.add(secret)
             forms.add(quote(secret, safe=""))
             forms.add(quote_plus(secret, safe=""))
             forms.add(json.dumps(secret)[1:-1])
             forms.add(base64.b64encode(secret.encode("utf-8")).decode("ascii"))
-        ordered = sorted((f for f in forms if len(f) >= min_length), key=len, reverse=True)
+        if forms == self._forms:
+            return
+        self._forms = forms
+        ordered = sorted((f for f in forms if len(f) >= self._min_length), key=len, reverse=True)
         self._pattern = re.compile("|".join(map(re.escape, ordered))) if ordered else None
 
     def __bool__(self) -> bool:

@@ -10,7 +10,7 @@ import trio
 
 from ._errors import AgentloopError
 from ._schedule import Claim
-from ._types import TextContent, ToolResultContent
+from ._types import TextContent, ToolResultContent, Usage
 
 __all__ = [
     "AgentTool",
@@ -65,6 +65,7 @@ class ToolResult:
 
 UpdateCallback: TypeAlias = Callable[[ToolResult], Awaitable[None]]
 ProgressCallback: TypeAlias = Callable[[str], Awaitable[None]]
+UsageCallback: TypeAlias = Callable[[Usage, str], None]
 
 
 @attrs.frozen
@@ -85,6 +86,10 @@ class ToolContext:
             call becomes a ``ProgressMessage`` event.
         loop_id: The id of the loop running the call (``None`` outside a loop);
             a tool that starts a child loop gives it as the child's parent.
+        on_usage: ``None``, or a plain callable taking a :class:`Usage` and
+            the model's name: tokens the tool paid for (an MCP server's
+            sampling request, say), added to the run's usage and counted
+            against its limits. Use :meth:`count_usage`.
     """
 
     tool_call_id: str
@@ -93,6 +98,7 @@ class ToolContext:
     on_update: UpdateCallback | None = None
     on_progress: ProgressCallback | None = None
     loop_id: str | None = None
+    on_usage: UsageCallback | None = None
 
     async def update(self, partial: ToolResult) -> None:
         """Report a partial result, if anyone listens. A checkpoint either way."""
@@ -107,6 +113,15 @@ class ToolContext:
             await trio.lowlevel.checkpoint()
         else:
             await self.on_progress(text)
+
+    def count_usage(self, usage: Usage, model: str) -> None:
+        """Add model usage the tool paid for to the run's usage (nothing outside a loop).
+
+        The run's ``AgentEnd.usage`` and ``usage_by_model[model]`` include it, and
+        the run's token and cost limits count it before the next model request.
+        """
+        if self.on_usage is not None:
+            self.on_usage(usage, model)
 
 
 @runtime_checkable

@@ -17,19 +17,23 @@ hypothesis.settings.load_profile("ci")
 #: Skips that mean a tool is missing. With ``AGENTLOOP_REQUIRE_RG=1`` (CI sets it) such a
 #: skip is a failure: CI installs ripgrep, so its tests must run there.
 _RG_MISSING = "ripgrep is not installed"
+#: The same for the Node programs of the MCP tests, with ``AGENTLOOP_REQUIRE_NODE=1``.
+_NODE_MISSING = "the Node MCP tools could not be installed"
 
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
     outcome = yield
     report = outcome.get_result()
-    if (
-        report.skipped
-        and os.environ.get("AGENTLOOP_REQUIRE_RG") == "1"
-        and _RG_MISSING in str(report.longrepr)
-    ):
+    if not report.skipped:
+        return
+    reason = str(report.longrepr)
+    if os.environ.get("AGENTLOOP_REQUIRE_RG") == "1" and _RG_MISSING in reason:
         report.outcome = "failed"
         report.longrepr = (
             f"{item.nodeid}: {_RG_MISSING}, and AGENTLOOP_REQUIRE_RG=1 requires it "
             "(pip install --only-binary :all: ripgrep==14.1.0)"
         )
+    elif os.environ.get("AGENTLOOP_REQUIRE_NODE") == "1" and _NODE_MISSING in reason:
+        report.outcome = "failed"
+        report.longrepr = f"{item.nodeid}: {reason}, and AGENTLOOP_REQUIRE_NODE=1 requires them"

@@ -584,6 +584,13 @@ class LoopCore:
             if not self.pending:
                 return
 
+    def count_tool_usage(self, usage: Usage, model: str) -> None:
+        """Usage a tool paid for (``ToolContext.count_usage``): the run's, and its limits'."""
+        self.usage += usage
+        by_model = self._usage_by_model
+        by_model[model] = by_model.get(model, ZERO_USAGE) + usage
+        self._tokens_used += usage.input + usage.output
+
     def _count_usage(self, assistant: AssistantMessage) -> None:
         self.usage += assistant.usage
         by_model = self._usage_by_model

@@ -94,6 +94,7 @@ async def run_tool_call(
     loop_id: str | None = None,
     on_update: Any = None,
     on_progress: Any = None,
+    on_usage: Any = None,
 ) -> tuple[ToolResult, bool]:
     """Run one tool call under trio: ``(result, is_error)``, never an ``Exception``.
 
@@ -105,7 +106,7 @@ async def run_tool_call(
     """
     deadline = math.inf if timeout is None else trio.current_time() + timeout
     scope = trio.CancelScope(deadline=deadline)
-    ctx = ToolContext(call.id, call.name, scope, on_update, on_progress, loop_id)
+    ctx = ToolContext(call.id, call.name, scope, on_update, on_progress, loop_id, on_usage)
     result: ToolResult | None = None
     error: BaseException | None = None
     try:
@@ -522,6 +523,7 @@ class TrioDriver:
                 loop_id=self.core.loop_id,
                 on_update=reporter.update,
                 on_progress=reporter.progress,
+                on_usage=self.core.count_tool_usage,
             )
         finally:
             if place is not None:

@@ -34,10 +34,19 @@ except ModuleNotFoundError as _error:  # pragma: no cover - tested in a subproce
         "pip install 'agentloop[mcp]' (or: pip install 'mcp>=2.3')"
     ) from _error
 
+from ._base import McpAuthError as McpAuthError
 from ._base import McpConnectionError as McpConnectionError
+from ._base import McpRequestError as McpRequestError
 from ._open import McpServers as McpServers
 from ._open import open_mcp as open_mcp
 from ._open import open_mcp_servers as open_mcp_servers
+from ._requests import Elicitation as Elicitation
+from ._requests import ElicitationAnswer as ElicitationAnswer
+from ._requests import McpLogMessage as McpLogMessage
+from ._requests import McpRoot as McpRoot
+from ._requests import McpSampling as McpSampling
+from ._requests import ModelPreferences as ModelPreferences
+from ._requests import SamplingRequest as SamplingRequest
 from ._servers import HttpServer as HttpServer
 from ._servers import McpServerSpec as McpServerSpec
 from ._servers import SseServer as SseServer
@@ -47,23 +56,65 @@ from ._servers import load_mcp_config as load_mcp_config
 if TYPE_CHECKING:
     from ._adapter import McpToolAdapter as McpToolAdapter
     from ._connection import McpConnection as McpConnection
+    from ._oauth import OAuth as OAuth
+    from ._oauth import authorize_in_browser as authorize_in_browser
+    from ._oauth import default_token_store as default_token_store
+    from ._resource_values import McpPrompt as McpPrompt
+    from ._resource_values import McpPromptArgument as McpPromptArgument
+    from ._resource_values import McpResource as McpResource
+    from ._resource_values import McpResourceContents as McpResourceContents
+    from ._resource_values import McpResourceTemplate as McpResourceTemplate
+    from ._resources import McpResourceTool as McpResourceTool
 
 __all__ = [
+    "Elicitation",
+    "ElicitationAnswer",
     "HttpServer",
+    "McpAuthError",
     "McpConnection",
     "McpConnectionError",
+    "McpLogMessage",
+    "McpPrompt",
+    "McpPromptArgument",
+    "McpRequestError",
+    "McpResource",
+    "McpResourceContents",
+    "McpResourceTemplate",
+    "McpResourceTool",
+    "McpRoot",
+    "McpSampling",
     "McpServerSpec",
     "McpServers",
     "McpToolAdapter",
+    "ModelPreferences",
+    "OAuth",
+    "SamplingRequest",
     "SseServer",
     "StdioServer",
+    "authorize_in_browser",
+    "default_token_store",
     "load_mcp_config",
     "open_mcp",
     "open_mcp_servers",
 ]
 
 
-_LAZY = ("McpConnection", "McpToolAdapter")
+_RESOURCE_VALUES = (
+    "McpPrompt",
+    "McpPromptArgument",
+    "McpResource",
+    "McpResourceContents",
+    "McpResourceTemplate",
+)
+_LAZY = (
+    *_RESOURCE_VALUES,
+    "McpResourceTool",
+    "McpConnection",
+    "McpToolAdapter",
+    "OAuth",
+    "authorize_in_browser",
+    "default_token_store",
+)
 
 
 def __getattr__(name: str) -> Any:
@@ -73,6 +124,16 @@ def __getattr__(name: str) -> Any:
         from ._connection import McpConnection as value
     elif name == "McpToolAdapter":
         from ._adapter import McpToolAdapter as value
+    elif name == "McpResourceTool":
+        from ._resources import McpResourceTool as value
+    elif name in _RESOURCE_VALUES:
+        from . import _resource_values
+
+        value = getattr(_resource_values, name)
+    elif name in ("OAuth", "authorize_in_browser", "default_token_store"):
+        from . import _oauth
+
+        value = getattr(_oauth, name)
     else:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     globals()[name] = value

@@ -36,7 +36,12 @@ class ToolHost(Protocol):
     def offers(self, adapter: McpToolAdapter) -> bool: ...
 
     async def call_tool(
-        self, tool: str, arguments: Mapping[str, Any], *, progress: Any = None
+        self,
+        tool: str,
+        arguments: Mapping[str, Any],
+        *,
+        progress: Any = None,
+        context: ToolContext | None = None,
     ) -> mcp_types.CallToolResult: ...
 
 
@@ -219,7 +224,7 @@ class McpToolAdapter:
             async with trio.open_nursery() as nursery:
                 try:
                     result = await self.connection.call_tool(
-                        self.tool_name, params, progress=on_progress
+                        self.tool_name, params, progress=on_progress, context=ctx
                     )
                 finally:
                     send.close()

@@ -8,8 +8,9 @@ an MCP tool needs it.
 from __future__ import annotations
 
 from .._errors import AgentloopError
+from .._tool import ToolError
 
-__all__ = ["DEFAULT_MAX_RESULT_BYTES", "McpConnectionError"]
+__all__ = ["DEFAULT_MAX_RESULT_BYTES", "McpAuthError", "McpConnectionError", "McpRequestError"]
 
 #: Bytes of text (UTF-8) one result may put into the context.
 DEFAULT_MAX_RESULT_BYTES = 100_000
@@ -17,3 +18,43 @@ DEFAULT_MAX_RESULT_BYTES = 100_000
 
 class McpConnectionError(AgentloopError, ConnectionError):
     """The MCP server could not be reached, or did not complete the handshake in time."""
+
+
+class McpAuthError(McpConnectionError):
+    """OAuth with an MCP server failed: discovery, registration, consent, or a token request.
+
+    The message names the server and the step (``OAuth with the MCP server at
+    https://x/mcp failed while registering the client: HTTP 400``); it never
+    holds a token, a client secret, an authorization code or a PKCE verifier.
+
+    Attributes:
+        server: The server's URL, or None.
+        step: What the flow was doing (``"authorizing"``...), or None.
+    """
+
+    def __init__(self, message: str, *, server: str | None = None, step: str | None = None) -> None:
+        super().__init__(message)
+        self.server = server
+        self.step = step
+
+
+class McpRequestError(ToolError):
+    """An MCP request other than a tool call failed: refused, unanswered, or cut off.
+
+    Raised by the resource and prompt methods of
+    :class:`~agentloop.mcp.McpConnection`. The message names the server and
+    the method (``MCP server 'docs' refused resources/read 'note://x': ...``),
+    with the credentials sent to the server redacted. A :class:`ToolError`,
+    so a tool that lets it through shows the model its message.
+
+    Attributes:
+        server: The server's name.
+        method: The MCP method, such as ``"resources/read"``.
+        code: The JSON-RPC error code of the server's refusal, else None.
+    """
+
+    def __init__(self, message: str, *, server: str, method: str, code: int | None = None) -> None:
+        super().__init__(message)
+        self.server = server
+        self.method = method
+        self.code = code

@@ -15,6 +15,8 @@ from __future__ import annotations
 import contextlib
 import logging
 import math
+import os
+import warnings
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
@@ -30,11 +32,15 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.exceptions import MCPError
 
 from .._secrets import Redactor, header_secrets, is_secret_name, is_secret_value
-from .._tool import ToolError, format_duration
+from .._tool import ToolContext, ToolError, format_duration
+from .._types import Usage
 from .._util import call_hook, leaves
 from ._adapter import McpToolAdapter, adapt_tools
-from ._base import McpConnectionError
+from ._base import McpAuthError, McpConnectionError
 from ._content import DEFAULT_MAX_RESULT_BYTES
+from ._oauth import oauth_auth, oauth_secrets, pausable_deadline
+from ._requests import ElicitationHandler, LogHandler, McpRoot, McpSampling, ServerRequests
+from ._resources import ResourcesMixin
 from ._servers import HttpServer, SseServer, StdioServer
 from ._stdio import StdioProcess, stdio_transport
 
@@ -67,8 +73,11 @@ def server_secrets(server: Any) -> list[str]:
 
     HTTP and SSE servers: the secret header values (see
     :func:`~agentloop._secrets.header_secrets`), a basic ``auth``'s header, and
-    the URL's password and secret-looking query values. Stdio servers: the
-    values of ``env`` whose name or value looks like a credential.
+    the URL's password and secret-looking query values, and with ``oauth``,
+    its client secret and private key and the tokens stored for the server
+    (tokens fetched later are added to the connection's redactor as they
+    come). Stdio servers: the values of ``env`` whose name or value looks
+    like a credential.
     """
     found: list[str] = []
     if isinstance(server, HttpServer | SseServer):
@@ -76,6 +85,8 @@ def server_secrets(server: Any) -> list[str]:
         header = getattr(server.auth, "_auth_header", None)  # httpx2.BasicAuth
         if isinstance(header, str):
             found += header_secrets({"Authorization": header})
+        if server.oauth is not None:
+            found += oauth_secrets(server.oauth, server.url)
         url = urlsplit(server.url)
         if url.password:
             found.append(url.password)
@@ -105,21 +116,25 @@ async def _http_transport(
     server: HttpServer | SseServer,
     call_timeout: float | None,
     on_session_expired: Callable[[], None],
+    redactor: Redactor | None = None,
 ) -> AsyncIterator[Any]:
     """The SDK transport for an HTTP server, with its headers and auth.
 
     A 404 answer to a request that carried a session id means the server has
     forgotten the session (it expired, or the server restarted):
     ``on_session_expired`` is called, so the connection starts a new one.
+    With ``server.oauth``, the OAuth flow is the auth; the tokens it gets are
+    added to ``redactor``.
     """
     # Reads may wait as long as a call may take (the SDK's default is 300 s).
     read = None if call_timeout is None else max(_HTTP_READ_TIMEOUT, call_timeout + 30)
     timeout = httpx2.Timeout(_HTTP_TIMEOUT, read=read)
+    auth = server.auth if server.oauth is None else oauth_auth(server.url, server.oauth, redactor)
     if isinstance(server, SseServer):
         async with sse_client(
             server.url,
             headers=server.headers,
-            auth=server.auth,
+            auth=auth,
             timeout=_HTTP_TIMEOUT,
             sse_read_timeout=read if read is not None else _SSE_IDLE_FOREVER,
         ) as streams:
@@ -130,15 +145,13 @@ async def _http_transport(
         if response.status_code == 404 and "mcp-session-id" in response.request.headers:
             on_session_expired()
 
-    async with create_mcp_http_client(
-        headers=server.headers, auth=server.auth, timeout=timeout
-    ) as http:
+    async with create_mcp_http_client(headers=server.headers, auth=auth, timeout=timeout) as http:
         http.event_hooks["response"].append(check)
         async with streamable_http_client(server.url, http_client=http) as streams:
             yield streams
 
 
-class McpConnection:
+class McpConnection(ResourcesMixin):
     """A connection to one MCP server and the tools it offers.
 
     Made by :func:`~agentloop.mcp.open_mcp`, which owns it; use it while that
@@ -174,12 +187,27 @@ class McpConnection:
         protocol: str = "auto",
         max_result_bytes: int = DEFAULT_MAX_RESULT_BYTES,
         destructive_exclusive: bool = True,
+        elicitation: ElicitationHandler | None = None,
+        sampling: McpSampling | None = None,
+        roots: Sequence[McpRoot | str | os.PathLike[str]] | None = None,
+        on_log: LogHandler | None = None,
+        log_level: str | None = None,
     ) -> None:
         self.max_result_bytes = max_result_bytes
         self.destructive_exclusive = destructive_exclusive
         self.server = server
         #: Keeps the credentials this connection sends out of what it reports.
         self.redactor = Redactor(server_secrets(server))
+        self._requests = ServerRequests(
+            name,
+            self.redactor,
+            elicitation=elicitation,
+            sampling=sampling,
+            roots=roots,
+            on_log=on_log,
+            log_level=log_level,
+        )
+        self.log_level = log_level
         self.protocol = protocol
         self.name = name
         self.prefix = prefix
@@ -214,6 +242,48 @@ class McpConnection:
         """The server's tools as agentloop tools, in the server's order."""
         return tuple(self._tools.values())
 
+    @property
+    def roots(self) -> tuple[McpRoot, ...] | None:
+        """The roots the server is given, or None if the client offers none."""
+        return self._requests.roots
+
+    @property
+    def sampling_usage(self) -> Usage:
+        """The tokens the server's sampling requests have cost, over the connection's life."""
+        return self._requests.sampling_usage
+
+    async def set_roots(self, roots: Sequence[McpRoot | str | os.PathLike[str]]) -> None:
+        """Give the server these roots from now on, and tell it they changed.
+
+        Only for a connection opened with ``roots=`` (the capability is declared
+        in the handshake). The server is sent ``notifications/roots/list_changed``
+        if connected (it asks for the list again); else it gets the new list when
+        it next asks.
+
+        Raises:
+            RuntimeError: the connection was opened without ``roots``.
+        """
+        if self._requests.roots is None:
+            raise RuntimeError(
+                f"MCP server '{self.name}' was connected without roots; "
+                "pass roots=[...] to open_mcp to offer them"
+            )
+        self._requests.roots = tuple(McpRoot.of(root) for root in roots)
+        client = self._client
+        if client is None or self._lost.is_set():
+            await trio.lowlevel.checkpoint()
+            return
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # deprecated in 2026-07-28, current before it
+                await client.send_roots_list_changed()
+        except (MCPError, *_TRANSPORT_ERRORS) as error:
+            log.warning(
+                "MCP server %r: cannot tell it the roots changed: %s",
+                self.name,
+                self.redactor.text(_describe(error)),
+            )
+
     # ----------------------------------------------------------------- the owner task
 
     def _new_client(self) -> Client:
@@ -222,7 +292,9 @@ class McpConnection:
             self._process = StdioProcess(self.name, self.redactor)
             target: Any = stdio_transport(server, self._process)
         elif isinstance(server, HttpServer | SseServer):
-            target = _http_transport(server, self.call_timeout, self._session_expired)
+            target = _http_transport(
+                server, self.call_timeout, self._session_expired, self.redactor
+            )
         else:
             target = server  # an SDK server object, served in-process
         return Client(
@@ -231,11 +303,15 @@ class McpConnection:
             client_info=mcp_types.Implementation(name="agentloop", version=_version()),
             cache=None,
             mode=self.protocol,
+            log_level=self.log_level,  # type: ignore[arg-type]  # checked by open_mcp
+            **self._requests.client_options(),
         )
 
     async def _on_message(self, message: Any) -> None:
         if isinstance(message, mcp_types.ToolListChangedNotification):
             self._refresh.set()
+        elif isinstance(message, mcp_types.ResourceUpdatedNotification):
+            self._resource_updated(str(message.params.uri))
         elif isinstance(message, Exception) and log.isEnabledFor(logging.DEBUG):
             log.debug(
                 "MCP server %r: transport error: %s", self.name, self.redactor.text(str(message))
@@ -254,12 +330,18 @@ class McpConnection:
             error: Exception | None = None
             # The handshake's deadline lives on a scope around the whole connection
             # (the client's own scopes nest inside it); it is lifted once connected.
-            with trio.CancelScope(deadline=trio.current_time() + self.connect_timeout) as handshake:
+            # While a person authorizes in a browser (OAuth), the deadline is paused.
+            with (
+                trio.CancelScope(deadline=trio.current_time() + self.connect_timeout) as handshake,
+                pausable_deadline(handshake),
+            ):
                 try:
                     async with self._new_client() as client, trio.open_nursery() as watchers:
                         # Subscribe to list changes first, so that none is missed.
                         await watchers.start(self._listen, client)
+                        await watchers.start(self._watch_resources, client)
                         changed = await self._load_tools(client)
+                        await self._set_log_level(client)
                         handshake.deadline = math.inf
                         self._connected_to(client)
                         self._log_connected()
@@ -285,6 +367,10 @@ class McpConnection:
             if error is not None and not attempt.done.is_set():
                 message = self.redactor.text(self._connect_failure(error))
                 if not started:
+                    found = list(leaves(error))
+                    if len(found) == 1 and isinstance(found[0], McpAuthError):
+                        auth = found[0]
+                        raise McpAuthError(message, server=auth.server, step=auth.step) from auth
                     raise McpConnectionError(message) from error
                 log.warning("%s", message)
                 attempt.error = message
@@ -415,6 +501,23 @@ class McpConnection:
         if not subscribed:
             task_status.started()
 
+    async def _set_log_level(self, client: Client) -> None:
+        """On handshake-era connections, ask for ``log_level`` (``logging/setLevel``).
+
+        Newer connections carry the level on every request instead (the SDK's
+        ``log_level``). A server without the logging capability is not asked.
+        """
+        from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+        level = self.log_level
+        if level is None or client.protocol_version in MODERN_PROTOCOL_VERSIONS:
+            return
+        if client.server_capabilities.logging is None:
+            return
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # deprecated in 2026-07-28, current before it
+            await client.session.set_logging_level(level)  # type: ignore[arg-type]
+
     async def _load_tools(self, client: Client) -> bool:
         """List every page of the server's tools; whether ``tools`` changed."""
         listed: list[mcp_types.Tool] = []
@@ -465,8 +568,13 @@ class McpConnection:
         arguments: Mapping[str, Any],
         *,
         progress: ProgressSink | None = None,
+        context: ToolContext | None = None,
     ) -> mcp_types.CallToolResult:
         """Call the server's tool ``tool``; connect again first if the connection was lost.
+
+        ``context`` is the agent's call: while it runs, the tokens of the server's
+        sampling requests count in its run's usage, and the server's log messages
+        are its progress (the call started first, if several are in flight).
 
         Raises:
             ToolError: the server is unreachable, closed the connection during
@@ -474,7 +582,20 @@ class McpConnection:
 
         Cancellation: the SDK tells the server (``notifications/cancelled``).
         """
-        for attempt in range(2):
+        calls = self._requests.calls
+        if context is not None:
+            calls.append(context)
+        try:
+            return await self._call_tool(tool, arguments, progress)
+        finally:
+            if context is not None:
+                calls.remove(context)
+
+    async def _call_tool(
+        self, tool: str, arguments: Mapping[str, Any], progress: ProgressSink | None
+    ) -> mcp_types.CallToolResult:
+        renewed = elicited = False
+        while True:
             client = await self._connected()
             try:
                 return await client.call_tool(
@@ -488,8 +609,16 @@ class McpConnection:
                     raise ToolError(self.redactor.text(await self._closed_during(tool))) from error
                 if self._expired and client is self._client:
                     self._lose(client)  # the HTTP session expired: the call never ran
-                    if attempt == 0:
+                    if not renewed:
+                        renewed = True
                         continue
+                if (
+                    error.code == mcp_types.URL_ELICITATION_REQUIRED
+                    and not elicited
+                    and await self._requests.complete_url_elicitations(error.data)
+                ):
+                    elicited = True  # the user went through the server's pages: once more
+                    continue
                 raise ToolError(
                     self.redactor.text(
                         f"MCP server '{self.name}' refused the call to '{tool}': {error.message}"
@@ -499,7 +628,6 @@ class McpConnection:
                 self._lose(client)
                 message = await self._closed_during(tool, _describe(error))
                 raise ToolError(self.redactor.text(message)) from error
-        raise AssertionError("unreachable")  # pragma: no cover
 
     async def _closed_during(self, tool: str, cause: str = "") -> str:
         message = f"MCP server '{self.name}' closed the connection during the call to '{tool}'"

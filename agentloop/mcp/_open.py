@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import AsyncIterator, Callable, Iterator, Mapping
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -14,6 +14,7 @@ import trio
 from .._check import check_number
 from .._util import raise_single, require_trio
 from ._base import DEFAULT_MAX_RESULT_BYTES, McpConnectionError
+from ._requests import LOG_LEVELS, ElicitationHandler, LogHandler, McpRoot, McpSampling
 from ._servers import HttpServer, SseServer, StdioServer, load_mcp_config
 
 if TYPE_CHECKING:  # the MCP SDK loads with the first connection
@@ -39,8 +40,13 @@ def _check_options(
     connect_timeout: float,
     protocol: str,
     max_result_bytes: int = DEFAULT_MAX_RESULT_BYTES,
+    log_level: str | None = None,
 ) -> None:
     from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+    if log_level is not None and log_level not in LOG_LEVELS:
+        levels = ", ".join(repr(level) for level in LOG_LEVELS)
+        raise ValueError(f"log_level must be None or one of {levels}, got {log_level!r}")
 
     check_number(max_result_bytes, "max_result_bytes", at_least=1, integer=True)
     if protocol not in ("auto", "legacy") and protocol not in MODERN_PROTOCOL_VERSIONS:
@@ -64,6 +70,12 @@ async def open_mcp(
     protocol: str = "auto",
     max_result_bytes: int = DEFAULT_MAX_RESULT_BYTES,
     destructive_exclusive: bool = True,
+    elicitation: ElicitationHandler | None = None,
+    sampling: McpSampling | None = None,
+    roots: Sequence[McpRoot | str | os.PathLike[str]] | None = None,
+    on_log: LogHandler | None = None,
+    log_level: str | None = None,
+    on_resource_updated: Callable[[str], Any] | None = None,
 ) -> AsyncIterator[McpConnection]:
     """Connect to an MCP server for the duration of the block; yield the connection.
 
@@ -102,6 +114,32 @@ async def open_mcp(
             False: such a call claims nothing. A read-only tool's calls always
             claim the key as read (they run together); see
             :meth:`~agentloop.mcp.McpToolAdapter.resources`.
+        elicitation: Answers the server's questions to the user
+            (``elicitation/create``): a plain or async function of an
+            :class:`Elicitation` returning an :class:`ElicitationAnswer`. An
+            accepted form gets the schema's defaults for fields it leaves out
+            and is checked against the schema; content that does not fit is
+            handed back with ``problems`` (three tries, then ``cancel``). None:
+            the client does not declare elicitation, and a server that asks gets
+            the error "Elicitation not supported".
+        sampling: Lets the server ask a model for replies
+            (``sampling/createMessage``); see :class:`McpSampling`. None: not
+            declared.
+        roots: The directories the server may work in (paths or ``file://``
+            URIs), answered to ``roots/list``; change them with
+            :meth:`McpConnection.set_roots`. None: not declared.
+        on_log: Called (plain or async) with each :class:`McpLogMessage` the
+            server sends; its exceptions are logged. Every message is also a
+            record of the ``agentloop.mcp.server`` logger at the matching level,
+            and, while one of the server's tools runs, a progress line of that
+            call (``[level] text``).
+        log_level: The least severe level the server should send
+            (``"debug"`` … ``"emergency"``): ``logging/setLevel`` on older
+            connections, a per-request opt-in on 2026-07-28 ones. None: the
+            server's default (2026-07-28 servers then send none).
+        on_resource_updated: Called (plain or async) with the URI of a
+            resource subscribed to with :meth:`McpConnection.subscribe` when
+            the server says it changed, in order; its exceptions are logged.
 
     What a server sends back (results, errors, progress) never holds the
     credentials sent to it: header values, a basic ``auth``, the URL's
@@ -116,7 +154,7 @@ async def open_mcp(
     Cancellation: cancelling the block closes the connection, as leaving it does.
     """
     require_trio("open_mcp()")
-    _check_options(call_timeout, connect_timeout, protocol, max_result_bytes)
+    _check_options(call_timeout, connect_timeout, protocol, max_result_bytes, log_level)
     from ._connection import McpConnection
 
     connection = McpConnection(
@@ -129,7 +167,13 @@ async def open_mcp(
         protocol=protocol,
         max_result_bytes=max_result_bytes,
         destructive_exclusive=destructive_exclusive,
+        elicitation=elicitation,
+        sampling=sampling,
+        roots=roots,
+        on_log=on_log,
+        log_level=log_level,
     )
+    connection.on_resource_updated = on_resource_updated
     try:
         async with trio.open_nursery() as nursery:
             await nursery.start(connection.run)
@@ -182,13 +226,21 @@ async def open_mcp_servers(
     protocol: str = "auto",
     max_result_bytes: int = DEFAULT_MAX_RESULT_BYTES,
     destructive_exclusive: bool = True,
+    elicitation: ElicitationHandler | None = None,
+    sampling: McpSampling | None = None,
+    roots: Sequence[McpRoot | str | os.PathLike[str]] | None = None,
+    on_log: LogHandler | None = None,
+    log_level: str | None = None,
 ) -> AsyncIterator[McpServers]:
     """Connect to every server of an ``mcpServers`` configuration, all at once.
 
     ``config`` is as for :func:`load_mcp_config` (a path or the parsed JSON).
     With ``prefix``, each server's tools are named ``<server name>__<tool>``.
-    Each connection is as :func:`open_mcp` makes it; a server's scheduling key
-    is ``"mcp:<server name>"`` (its name in the configuration).
+    Each connection is as :func:`open_mcp` makes it (``elicitation``,
+    ``sampling``, ``roots``, ``on_log`` and ``log_level`` apply to every server;
+    an :class:`Elicitation` and a :class:`McpLogMessage` name their server); a
+    server's scheduling key is ``"mcp:<server name>"`` (its name in the
+    configuration).
 
     Raises:
         McpConnectionError: a server could not be connected and ``required``
@@ -198,7 +250,7 @@ async def open_mcp_servers(
         OSError: the configuration file cannot be read.
     """
     require_trio("open_mcp_servers()")
-    _check_options(call_timeout, connect_timeout, protocol, max_result_bytes)
+    _check_options(call_timeout, connect_timeout, protocol, max_result_bytes, log_level)
     specs = load_mcp_config(config)
     from ._connection import McpConnection
 
@@ -212,6 +264,11 @@ async def open_mcp_servers(
             protocol=protocol,
             max_result_bytes=max_result_bytes,
             destructive_exclusive=destructive_exclusive,
+            elicitation=elicitation,
+            sampling=sampling,
+            roots=roots,
+            on_log=on_log,
+            log_level=log_level,
         )
         for name, spec in specs.items()
     }

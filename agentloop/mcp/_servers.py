@@ -18,9 +18,12 @@ import os
 import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, TypeAlias
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 import attrs
+
+if TYPE_CHECKING:  # _oauth loads the MCP SDK: only a server that asks for OAuth needs it
+    from ._oauth import OAuth
 
 __all__ = ["HttpServer", "McpServerSpec", "SseServer", "StdioServer", "load_mcp_config"]
 
@@ -37,6 +40,25 @@ def _mapping(value: Mapping[str, str] | None) -> dict[str, str] | None:
 
 def _path(value: str | os.PathLike[str] | None) -> str | None:
     return None if value is None else os.fspath(value)
+
+
+def _url_repr(server: HttpServer | SseServer) -> str:
+    """``HttpServer(url='...')``, with ``oauth`` if set: never headers or auth."""
+    oauth = "" if server.oauth is None else f", oauth={server.oauth!r}"
+    return f"{type(server).__name__}(url={server.url!r}{oauth})"
+
+
+def _oauth(value: OAuth | bool | None) -> OAuth | None:
+    """``True`` is ``OAuth()``; ``False`` and None are no OAuth."""
+    if value is None or value is False:
+        return None
+    from ._oauth import OAuth
+
+    if value is True:
+        return OAuth()
+    if not isinstance(value, OAuth):
+        raise TypeError(f"oauth takes an OAuth or True, got {value!r}")
+    return value
 
 
 @attrs.frozen
@@ -59,21 +81,46 @@ class HttpServer:
     """A server at a streamable-HTTP endpoint (the current MCP transport).
 
     ``headers`` go with every request (an ``Authorization`` header, say); they
-    never appear in a ``repr``. ``auth`` is an ``httpx2.Auth`` (OAuth, for one).
+    never appear in a ``repr``. ``oauth`` authorizes with a server that asks
+    for OAuth (``True`` for the defaults; see :class:`~agentloop.mcp.OAuth`).
+    ``auth`` is any other ``httpx2.Auth``; give one or the other.
+
+    Raises:
+        TypeError: ``oauth`` is not an ``OAuth`` or a bool.
+        ValueError: both ``oauth`` and ``auth`` are given.
     """
 
     url: str
     headers: dict[str, str] | None = attrs.field(default=None, converter=_mapping, repr=False)
     auth: Any = attrs.field(default=None, repr=False)
+    oauth: OAuth | None = attrs.field(default=None, converter=_oauth, kw_only=True)
+
+    def __attrs_post_init__(self) -> None:
+        if self.oauth is not None and self.auth is not None:
+            raise ValueError("give HttpServer either oauth or auth, not both")
+
+    def __repr__(self) -> str:
+        return _url_repr(self)
 
 
 @attrs.frozen
 class SseServer:
-    """A server at a legacy HTTP+SSE endpoint (the transport before streamable HTTP)."""
+    """A server at a legacy HTTP+SSE endpoint (the transport before streamable HTTP).
+
+    ``headers``, ``auth`` and ``oauth`` are as for :class:`HttpServer`.
+    """
 
     url: str
     headers: dict[str, str] | None = attrs.field(default=None, converter=_mapping, repr=False)
     auth: Any = attrs.field(default=None, repr=False)
+    oauth: OAuth | None = attrs.field(default=None, converter=_oauth, kw_only=True)
+
+    def __attrs_post_init__(self) -> None:
+        if self.oauth is not None and self.auth is not None:
+            raise ValueError("give SseServer either oauth or auth, not both")
+
+    def __repr__(self) -> str:
+        return _url_repr(self)
 
 
 #: Where a server is. An ``mcp`` SDK server object (``MCPServer`` or a low-level
@@ -141,12 +188,76 @@ def _spec(name: str, entry: Any, environ: Mapping[str, str]) -> McpServerSpec:
     if "url" in entry:
         url = _expand(_text(entry, "url", where) or "", environ, f"{where}.url")
         headers = _expanded(entry.get("headers"), environ, f"{where}.headers")
+        oauth = _oauth_entry(entry.get("oauth"), environ, f"{where}.oauth")
         if kind == "sse":
-            return SseServer(url, headers)
+            return SseServer(url, headers, oauth=oauth)
         if kind in ("", "http", "streamable-http", "streamablehttp"):
-            return HttpServer(url, headers)
+            return HttpServer(url, headers, oauth=oauth)
         raise ValueError(f"{where}: unknown transport {kind!r} (use 'http' or 'sse')")
     raise ValueError(f"{where} needs a 'command' (stdio) or a 'url' (HTTP)")
+
+
+#: The keys of an ``"oauth"`` entry, and the OAuth fields they set.
+_OAUTH_KEYS = {
+    "scopes": "scopes",
+    "clientId": "client_id",
+    "clientSecret": "client_secret",
+    "clientMetadataUrl": "client_metadata_url",
+    "clientName": "client_name",
+    "redirectPort": "redirect_port",
+    "callbackPort": "redirect_port",
+    "tokenStore": "token_store",
+    "openBrowser": "open_browser",
+    "authorizeTimeout": "authorize_timeout",
+    "grant": "grant",
+    "tokenEndpointAuthMethod": "token_endpoint_auth_method",
+    "privateKey": "private_key",
+    "signingAlgorithm": "signing_algorithm",
+    "issuer": "issuer",
+}
+_OAUTH_TYPES: dict[str, tuple[type, ...]] = {
+    "redirect_port": (int,),
+    "open_browser": (bool,),
+    "authorize_timeout": (int, float),
+}
+
+
+def _oauth_entry(value: Any, environ: Mapping[str, str], where: str) -> OAuth | None:
+    """An ``"oauth"`` entry: ``true``, ``false`` or an object of the keys above."""
+    if value is None or value is False:
+        return None
+    from ._oauth import OAuth
+
+    if value is True:
+        return OAuth()
+    if not isinstance(value, Mapping):
+        raise ValueError(f"{where} must be true or an object, got {value!r}")
+    fields: dict[str, Any] = {}
+    for key, item in value.items():
+        name = _OAUTH_KEYS.get(str(key))
+        if name is None:
+            known = ", ".join(sorted(_OAUTH_KEYS))
+            raise ValueError(f"{where}: unknown key {key!r} (known: {known})")
+        types = _OAUTH_TYPES.get(name)
+        if name == "scopes":
+            if isinstance(item, str):
+                item = item.split()
+            if not isinstance(item, list) or not all(isinstance(s, str) for s in item):
+                raise ValueError(f"{where}.{key} must be a list of strings, got {item!r}")
+            item = [_expand(s, environ, f"{where}.{key}") for s in item]
+        elif types is not None:
+            if isinstance(item, bool) != (bool in types) or not isinstance(item, types):
+                kind = "true or false" if bool in types else "a number"
+                raise ValueError(f"{where}.{key} must be {kind}, got {item!r}")
+        elif isinstance(item, str):
+            item = _expand(item, environ, f"{where}.{key}")
+        else:
+            raise ValueError(f"{where}.{key} must be a string, got {item!r}")
+        fields[name] = item
+    try:
+        return OAuth(**fields)
+    except ValueError as error:
+        raise ValueError(f"{where}: {error}") from None
 
 
 def load_mcp_config(
@@ -159,7 +270,10 @@ def load_mcp_config(
     ``config`` is the parsed JSON or the path of the file. ``${NAME}`` in a
     command, an argument, an env or header value, a URL or a cwd is replaced
     by the environment variable ``NAME`` (from ``environ``, default
-    ``os.environ``), so secrets can stay out of the file. Entries with
+    ``os.environ``), so secrets can stay out of the file; so is it in the
+    string values of an ``"oauth"`` entry (``true``, or an object with
+    ``scopes``, ``clientId``, ``clientSecret``, ``clientMetadataUrl``,
+    ``redirectPort``... see :class:`~agentloop.mcp.OAuth`). Entries with
     ``"disabled": true`` are left out.
 
     Raises:

@@ -1,0 +1,580 @@
+"""What an MCP server may ask of its client: elicitation, sampling, roots, and its logs.
+
+The values here (:class:`Elicitation`, :class:`ElicitationAnswer`, :class:`McpSampling`,
+:class:`SamplingRequest`, :class:`McpRoot`, :class:`McpLogMessage`) need no MCP SDK;
+:class:`ServerRequests` turns them into the SDK's callbacks for one connection.
+
+A capability is declared to the server only when the application gives what serves
+it: an ``elicitation`` handler, a ``sampling`` provider, ``roots``. Without one, the
+server learns in the handshake that the client cannot do it (and a server that asks
+anyway gets an error).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias
+from urllib.parse import quote, unquote, urlsplit
+
+import attrs
+import trio
+
+from .._check import check_number
+from .._permissions import Permissions
+from .._types import (
+    AssistantMessage,
+    ImageContent,
+    Message,
+    StopReason,
+    TextContent,
+    Usage,
+    UserMessage,
+)
+from .._util import call_hook
+
+if TYPE_CHECKING:
+    import mcp_types
+
+    from .._secrets import Redactor
+    from .._tool import ToolContext
+    from ..providers import Provider
+
+__all__ = [
+    "Elicitation",
+    "ElicitationAnswer",
+    "ElicitationHandler",
+    "McpLogMessage",
+    "McpRoot",
+    "McpSampling",
+    "ModelPreferences",
+    "SamplingRequest",
+    "ServerRequests",
+]
+
+log = logging.getLogger("agentloop.mcp")
+server_log = logging.getLogger("agentloop.mcp.server")
+
+#: How many times a handler may answer with content that does not fit the schema.
+ELICITATION_ATTEMPTS = 3
+#: The tool name sampling requests are checked under by a :class:`Permissions`.
+SAMPLING_PERMISSION = "mcp_sampling"
+_DEFAULT_SAMPLING_TOKENS = 1024
+
+#: The levels of MCP log messages, least severe first.
+LOG_LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
+_LEVELS = {
+    "debug": logging.DEBUG,
+    "info": logging.INFO,
+    "notice": logging.INFO,
+    "warning": logging.WARNING,
+    "error": logging.ERROR,
+    "critical": logging.CRITICAL,
+    "alert": logging.CRITICAL,
+    "emergency": logging.CRITICAL,
+}
+
+
+# --------------------------------------------------------------------------- elicitation
+
+
+@attrs.frozen(kw_only=True)
+class Elicitation:
+    """A server asks the user for input (``elicitation/create``).
+
+    ``mode="form"``: fill in ``schema`` (a flat JSON Schema object of strings,
+    numbers, booleans and enums); ``defaults`` are the schema's ``default``
+    values, which the client adds to an accepted answer for each field it
+    leaves out (SEP-1034). ``mode="url"``: the user is sent to ``url`` (a sign-in
+    or payment page, say); accepting means the user agreed to open it.
+
+    ``problems`` is empty the first time; when the handler's previous answer did
+    not fit the schema, it is asked again with what was wrong (``$.path: why``).
+    """
+
+    server: str
+    message: str
+    mode: Literal["form", "url"] = "form"
+    schema: dict[str, Any] | None = None
+    defaults: dict[str, Any] = attrs.field(factory=dict)
+    url: str | None = None
+    elicitation_id: str | None = None
+    problems: tuple[str, ...] = ()
+
+
+@attrs.frozen
+class ElicitationAnswer:
+    """The user's answer: ``accept`` (with the form's ``content``), ``decline`` or ``cancel``.
+
+    >>> ElicitationAnswer.accept({"name": "Ada"})
+    ElicitationAnswer(action='accept', content={'name': 'Ada'})
+    >>> ElicitationAnswer.decline()
+    ElicitationAnswer(action='decline', content=None)
+    """
+
+    action: Literal["accept", "decline", "cancel"]
+    content: dict[str, Any] | None = None
+
+    @classmethod
+    def accept(cls, content: Mapping[str, Any] | None = None) -> ElicitationAnswer:
+        """The user submitted the form (``content``), or agreed to open the URL."""
+        return cls("accept", dict(content) if content is not None else None)
+
+    @classmethod
+    def decline(cls) -> ElicitationAnswer:
+        """The user said no."""
+        return cls("decline")
+
+    @classmethod
+    def cancel(cls) -> ElicitationAnswer:
+        """The user dismissed the request without choosing."""
+        return cls("cancel")
+
+
+#: Answers an elicitation; plain or async.
+ElicitationHandler: TypeAlias = Callable[
+    [Elicitation], "ElicitationAnswer | Awaitable[ElicitationAnswer]"
+]
+
+
+def schema_defaults(schema: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The ``default`` of each property of a form schema, by name."""
+    properties = (schema or {}).get("properties")
+    if not isinstance(properties, Mapping):
+        return {}
+    return {
+        name: spec["default"]
+        for name, spec in properties.items()
+        if isinstance(spec, Mapping) and "default" in spec
+    }
+
+
+def form_problems(schema: Mapping[str, Any] | None, content: Mapping[str, Any]) -> list[str]:
+    """What is wrong with ``content`` for ``schema``: ``$.path: message`` lines, sorted."""
+    if not schema:
+        return []
+    import jsonschema.validators
+
+    cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+    try:
+        checker = cls(schema, format_checker=cls.FORMAT_CHECKER)
+        errors = list(checker.iter_errors(dict(content)))
+    except jsonschema.exceptions.SchemaError as error:  # pragma: no cover - the SDK checks
+        return [f"the server's schema is invalid: {error.message}"]
+    errors.sort(key=lambda e: (tuple(str(part) for part in e.absolute_path), e.message))
+    return [f"{error.json_path}: {error.message}" for error in errors]
+
+
+# --------------------------------------------------------------------------- sampling
+
+
+@attrs.frozen(kw_only=True)
+class ModelPreferences:
+    """A server's wishes for the model that answers it; advisory (MCP ``modelPreferences``).
+
+    ``hints`` are model-name substrings in order of preference (``"sonnet"``);
+    the priorities are 0..1 or None.
+    """
+
+    hints: tuple[str, ...] = ()
+    cost_priority: float | None = None
+    speed_priority: float | None = None
+    intelligence_priority: float | None = None
+
+
+@attrs.frozen(kw_only=True)
+class SamplingRequest:
+    """A server asks the client's model for a reply (``sampling/createMessage``).
+
+    ``messages`` are the server's conversation as agentloop messages;
+    ``max_tokens`` is what the server asked for (capped by
+    :attr:`McpSampling.max_tokens`).
+    """
+
+    server: str
+    messages: tuple[Message, ...]
+    system_prompt: str | None = None
+    max_tokens: int = _DEFAULT_SAMPLING_TOKENS
+    temperature: float | None = None
+    stop_sequences: tuple[str, ...] = ()
+    preferences: ModelPreferences = attrs.field(factory=ModelPreferences)
+
+
+def _check_sampling_tokens(instance: Any, attribute: Any, value: int | None) -> None:
+    check_number(value, "max_tokens", at_least=1, integer=True, optional=True)
+
+
+@attrs.frozen(kw_only=True)
+class McpSampling:
+    """Lets MCP servers ask a model of the application's choosing for replies.
+
+    Give it to :func:`~agentloop.mcp.open_mcp` as ``sampling=``; without it the
+    client does not declare sampling, and servers cannot ask.
+
+    Args:
+        provider: The model that answers, or a plain function of the
+            :class:`SamplingRequest` choosing one (the server's
+            :class:`ModelPreferences` are on the request).
+        permissions: Asked before each request, as a call of the tool
+            ``"mcp_sampling"`` whose subject is the server's name: rules like
+            ``"mcp_sampling(weather)"``; ``ask`` rules reach the approver with
+            the request's messages in ``arguments``. None: every request runs.
+        max_tokens: The most tokens one reply may take, whatever the server
+            asks (None: the server's figure).
+
+    Tokens spent are counted in the usage of the run whose tool call the
+    request came during (the call of this server started first, if several
+    are in flight), and in :attr:`McpConnection.sampling_usage`.
+
+    Raises:
+        ValueError: ``max_tokens`` is not a positive integer.
+    """
+
+    provider: Provider | Callable[[SamplingRequest], Provider] = attrs.field(kw_only=False)
+    permissions: Permissions | None = None
+    max_tokens: int | None = attrs.field(default=None, validator=_check_sampling_tokens)
+
+
+class _SamplingSubject:
+    """Gives :class:`Permissions` the subject of a sampling request: ``("server", name)``."""
+
+    def __init__(self, server: str) -> None:
+        self._server = server
+
+    def permission_subject(self, params: dict[str, Any]) -> tuple[str, str]:
+        return ("server", self._server)
+
+
+# --------------------------------------------------------------------------- roots and logs
+
+
+@attrs.frozen
+class McpRoot:
+    """A directory (or file) the server may work in, given as a ``file://`` URI.
+
+    >>> McpRoot.of("/home/ada/project").uri
+    'file:///home/ada/project'
+    """
+
+    uri: str
+    name: str | None = None
+
+    @classmethod
+    def of(cls, root: McpRoot | str | os.PathLike[str]) -> McpRoot:
+        """A root from a path (made absolute) or a ``file://`` URI."""
+        if isinstance(root, McpRoot):
+            return root
+        text = os.fspath(root)
+        if text.startswith("file://"):
+            return cls(text, Path(unquote(urlsplit(text).path)).name or None)
+        path = Path(text).expanduser().absolute()
+        return cls("file://" + quote(str(path)), path.name or None)
+
+
+@attrs.frozen(kw_only=True)
+class McpLogMessage:
+    """A log message from a server (``notifications/message``).
+
+    ``level`` is the server's (``"debug"`` … ``"emergency"``); ``data`` is what
+    it sent (usually a string); ``text`` is ``data`` as one line of text.
+    """
+
+    server: str
+    level: str
+    data: Any
+    logger: str | None = None
+
+    @property
+    def text(self) -> str:
+        """``data`` as text: a string as is, anything else as JSON."""
+        if isinstance(self.data, str):
+            return self.data
+        import json
+
+        return json.dumps(self.data, ensure_ascii=False, default=str)
+
+
+LogHandler: TypeAlias = Callable[[McpLogMessage], Any]
+
+
+# --------------------------------------------------------------------------- the callbacks
+
+
+class ServerRequests:
+    """One connection's answers to what its server asks, as the SDK's callbacks.
+
+    ``calls`` are the contexts of the connection's tool calls in flight, oldest
+    first: sampling usage and server logs go to the first.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        redactor: Redactor,
+        *,
+        elicitation: ElicitationHandler | None = None,
+        sampling: McpSampling | None = None,
+        roots: Sequence[McpRoot | str | os.PathLike[str]] | None = None,
+        on_log: LogHandler | None = None,
+        log_level: str | None = None,
+    ) -> None:
+        self.name = name
+        #: Messages less severe than this are dropped, whatever the server sends.
+        self.least = 0 if log_level is None else LOG_LEVELS.index(log_level)
+        self.redactor = redactor
+        self.elicitation = elicitation
+        self.sampling = sampling
+        self.roots: tuple[McpRoot, ...] | None = (
+            None if roots is None else tuple(McpRoot.of(root) for root in roots)
+        )
+        self.on_log = on_log
+        self.calls: list[ToolContext] = []
+        #: Tokens servers' sampling requests have cost on this connection.
+        self.sampling_usage = Usage()
+
+    def client_options(self) -> dict[str, Any]:
+        """The keyword arguments of ``mcp.Client`` for what is configured."""
+        options: dict[str, Any] = {"logging_callback": self.on_server_log}
+        if self.elicitation is not None:
+            options["elicitation_callback"] = self.elicit
+        if self.sampling is not None:
+            options["sampling_callback"] = self.sample
+        if self.roots is not None:
+            options["list_roots_callback"] = self.list_roots
+        return options
+
+    # -------------------------------------------------------------- elicitation
+
+    async def elicit(self, context: Any, params: Any) -> Any:
+        import mcp_types
+
+        handler = self.elicitation
+        assert handler is not None
+        if params.mode == "url":
+            request = Elicitation(
+                server=self.name,
+                message=params.message,
+                mode="url",
+                url=params.url,
+                elicitation_id=params.elicitation_id,
+            )
+            schema: dict[str, Any] | None = None
+        else:
+            schema = params.requested_schema
+            if not isinstance(schema, dict):
+                schema = dict(schema) if isinstance(schema, Mapping) else None
+            request = Elicitation(
+                server=self.name,
+                message=params.message,
+                schema=schema,
+                defaults=schema_defaults(schema),
+            )
+        for _attempt in range(ELICITATION_ATTEMPTS):
+            try:
+                answer = await call_hook(handler, request)
+            except Exception as error:
+                log.exception("MCP server %r: the elicitation handler failed", self.name)
+                return mcp_types.ErrorData(
+                    code=mcp_types.INTERNAL_ERROR,
+                    message=f"The client could not ask the user: {type(error).__name__}",
+                )
+            if not isinstance(answer, ElicitationAnswer):
+                raise TypeError(
+                    f"the elicitation handler must return an ElicitationAnswer, got {answer!r}"
+                )
+            if answer.action != "accept":
+                return mcp_types.ElicitResult(action=answer.action)
+            if request.mode == "url":
+                return mcp_types.ElicitResult(action="accept")
+            content = {**request.defaults, **(answer.content or {})}
+            problems = form_problems(schema, content)
+            if not problems:
+                return mcp_types.ElicitResult(action="accept", content=content)
+            request = attrs.evolve(request, problems=tuple(problems))
+        log.warning(
+            "MCP server %r: the answers to its question did not fit its form %d times; "
+            "sent 'cancel' (%s)",
+            self.name,
+            ELICITATION_ATTEMPTS,
+            "; ".join(request.problems),
+        )
+        return mcp_types.ElicitResult(action="cancel")
+
+    async def complete_url_elicitations(self, data: Any) -> bool:
+        """A call was refused until the user visits pages (error -32042): ask about each.
+
+        True when there is a handler and it accepted every one (the call is then
+        made again, once); False otherwise, and the call fails with the server's error.
+        """
+        import mcp_types
+        from pydantic import ValidationError
+
+        items = data.get("elicitations") if isinstance(data, Mapping) else None
+        if self.elicitation is None or not isinstance(items, list) or not items:
+            return False
+        for item in items:
+            try:
+                params = mcp_types.ElicitRequestURLParams.model_validate(item)
+            except ValidationError:
+                return False
+            result = await self.elicit(None, params)
+            if not isinstance(result, mcp_types.ElicitResult) or result.action != "accept":
+                return False
+        return True
+
+    # -------------------------------------------------------------- sampling
+
+    async def sample(self, context: Any, params: Any) -> Any:
+        import mcp_types
+
+        sampling = self.sampling
+        assert sampling is not None
+        request = self._sampling_request(params, sampling)
+        if isinstance(request, str):
+            return mcp_types.ErrorData(code=mcp_types.INVALID_PARAMS, message=request)
+        if sampling.permissions is not None:
+            refusal = await sampling.permissions.check(
+                _SamplingSubject(self.name),
+                SAMPLING_PERMISSION,
+                str(context.request_id),
+                {
+                    "server": self.name,
+                    "messages": [_message_text(m) for m in request.messages],
+                    "system_prompt": request.system_prompt,
+                    "max_tokens": request.max_tokens,
+                },
+            )
+            if refusal is not None:
+                return mcp_types.ErrorData(
+                    code=mcp_types.INVALID_REQUEST,
+                    message=f"The user did not allow this sampling request: {refusal}",
+                )
+        provider = sampling.provider
+        if not hasattr(provider, "stream"):
+            provider = provider(request)
+        return await self._answer(request, provider)
+
+    def _sampling_request(self, params: Any, sampling: McpSampling) -> SamplingRequest | str:
+        messages: list[Message] = []
+        for message in params.messages:
+            blocks = message.content if isinstance(message.content, list) else [message.content]
+            content: list[Any] = []
+            for block in blocks:
+                if block.type == "text":
+                    content.append(TextContent(block.text))
+                elif block.type == "image":
+                    content.append(ImageContent(block.data, block.mime_type))
+                else:
+                    return f"The client cannot send {block.type} content to its model"
+            if message.role == "user":
+                messages.append(UserMessage(tuple(content)))
+            else:
+                texts = tuple(b for b in content if isinstance(b, TextContent))
+                messages.append(AssistantMessage(texts, stop_reason=StopReason.STOP))
+        preferences = params.model_preferences
+        hints: tuple[str, ...] = ()
+        if preferences is not None and preferences.hints:
+            hints = tuple(h.name for h in preferences.hints if h.name)
+        max_tokens = params.max_tokens
+        if sampling.max_tokens is not None:
+            max_tokens = min(max_tokens, sampling.max_tokens)
+        return SamplingRequest(
+            server=self.name,
+            messages=tuple(messages),
+            system_prompt=params.system_prompt,
+            max_tokens=max_tokens,
+            temperature=params.temperature,
+            stop_sequences=tuple(params.stop_sequences or ()),
+            preferences=ModelPreferences(
+                hints=hints,
+                cost_priority=getattr(preferences, "cost_priority", None),
+                speed_priority=getattr(preferences, "speed_priority", None),
+                intelligence_priority=getattr(preferences, "intelligence_priority", None),
+            ),
+        )
+
+    async def _answer(self, request: SamplingRequest, provider: Any) -> Any:
+        import mcp_types
+
+        from ..providers import ModelRequest, ProviderError
+
+        async def ignore(delta: Any) -> None:
+            await trio.lowlevel.checkpoint()
+
+        model_request = ModelRequest(
+            system_prompt=request.system_prompt or "",
+            messages=request.messages,
+            max_tokens=request.max_tokens,
+            temperature=request.temperature,
+        )
+        try:
+            reply: AssistantMessage = await provider.stream(model_request, ignore)
+        except ProviderError as error:
+            return mcp_types.ErrorData(
+                code=mcp_types.INTERNAL_ERROR,
+                message=self.redactor.text(f"The client's model failed: {error}"),
+            )
+        self.sampling_usage += reply.usage
+        if self.calls:
+            self.calls[0].count_usage(reply.usage, reply.model)
+        text = "".join(b.text for b in reply.content if isinstance(b, TextContent))
+        if reply.error_message is not None and not text:
+            return mcp_types.ErrorData(
+                code=mcp_types.INTERNAL_ERROR,
+                message=self.redactor.text(f"The client's model failed: {reply.error_message}"),
+            )
+        stop = {"stop": "endTurn", "length": "maxTokens"}.get(reply.stop_reason.value, "endTurn")
+        return mcp_types.CreateMessageResult(
+            role="assistant",
+            content=mcp_types.TextContent(type="text", text=text),
+            model=reply.model or "unknown",
+            stop_reason=stop,
+        )
+
+    # -------------------------------------------------------------- roots
+
+    async def list_roots(self, context: Any) -> Any:
+        import mcp_types
+
+        await trio.lowlevel.checkpoint()
+        return mcp_types.ListRootsResult(
+            roots=[
+                mcp_types.Root.model_validate({"uri": root.uri, "name": root.name})
+                for root in self.roots or ()
+            ]
+        )
+
+    # -------------------------------------------------------------- logs
+
+    async def on_server_log(self, params: mcp_types.LoggingMessageNotificationParams) -> None:
+        level_name = str(params.level)
+        if level_name in LOG_LEVELS and LOG_LEVELS.index(level_name) < self.least:
+            await trio.lowlevel.checkpoint()
+            return  # a server that ignores the level asked for
+        message = McpLogMessage(
+            server=self.name,
+            level=str(params.level),
+            data=self.redactor.json(params.data) if self.redactor else params.data,
+            logger=params.logger,
+        )
+        level = _LEVELS.get(message.level, logging.INFO)
+        if server_log.isEnabledFor(level):
+            where = f"{self.name}/{message.logger}" if message.logger else self.name
+            server_log.log(level, "MCP server %r: %s", where, message.text)
+        if self.calls:
+            await self.calls[0].progress(f"[{message.level}] {message.text}")
+        if self.on_log is not None:
+            try:
+                await call_hook(self.on_log, message)
+            except Exception:
+                log.exception("MCP server %r: on_log failed", self.name)
+        else:
+            await trio.lowlevel.checkpoint()
+
+
+def _message_text(message: Message) -> dict[str, str]:
+    role = "user" if isinstance(message, UserMessage) else "assistant"
+    parts = [b.text if isinstance(b, TextContent) else "[image]" for b in message.content]
+    return {"role": role, "text": "\n".join(parts)}

@@ -65,3 +65,4 @@ def bench(session: nox.Session) -> None:
     session.run("python", "benchmarks/scheduling.py")
     session.run("python", "benchmarks/temporal_turns.py")
     session.run("python", "benchmarks/import_time.py")
+    session.run("python", "benchmarks/sandbox.py")

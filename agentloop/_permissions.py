@@ -25,7 +25,17 @@ parentheses never matches it.
 
 For each call, in this order: a matching ``deny`` rule refuses it; else a
 matching ``ask`` rule asks the ``approver``; else a matching ``allow`` rule
-lets it run; else ``default`` decides (``"allow"``, ``"ask"`` or ``"deny"``).
+lets it run; else, for a sandboxed call, ``sandboxed`` decides, if set; else
+``default`` decides (``"allow"``, ``"ask"`` or ``"deny"``).
+
+Sandboxed calls: a tool whose ``sandboxed`` attribute is True (a ``BashTool``
+with a ``Sandbox`` that this system can enforce) runs its calls confined, so a
+policy may trust them more: ``Permissions(default="ask", sandboxed="allow")``
+runs sandboxed commands without asking, the way Codex's auto mode does, while
+the same commands ask when the sandbox is unavailable (the tool then reports
+``sandboxed = False``). ``deny`` and ``ask`` rules still apply to sandboxed
+calls (``ask=["bash(git push *)"]`` still asks), as do ``allow`` rules. The
+attribute is read for each call; anything but ``True`` counts as unsandboxed.
 
 Shell commands are split at ``;``, ``&&``, ``||``, ``|``, ``&`` and newlines:
 ``deny`` and ``ask`` apply when the whole command or any part matches;
@@ -123,6 +133,7 @@ class PermissionRequest:
     arguments: dict[str, Any]
     subject: tuple[str, str] | None
     rule: PermissionRule | None  # None: no rule matched; ``default="ask"`` asks
+    sandboxed: bool = False  # the call would run in a sandbox (see Permissions.sandboxed)
 
 
 #: Called for calls that need approval: return True to let the call run.
@@ -163,6 +174,9 @@ class Permissions:
     Args:
         allow, ask, deny: Rule texts, ``"tool"`` or ``"tool(pattern)"``.
         default: What happens to a call no rule matches.
+        sandboxed: What happens to a call no rule matches when its tool runs it
+            in a sandbox (the tool's ``sandboxed`` attribute is True); None
+            (the default): ``default`` decides for those too.
         approver: A plain or async function of a :class:`PermissionRequest`
             returning True to allow. Without one, calls that need approval are
             refused. An exception it raises ends the run, as a hook's would.
@@ -176,16 +190,26 @@ class Permissions:
     deny: tuple[PermissionRule, ...] = attrs.field(default=(), converter=_deny_rules)
     default: Action = attrs.field(default="allow")
     approver: Approver | None = None
+    sandboxed: Action | None = attrs.field(default=None)
 
     @default.validator
     def _check_default(self, attribute: attrs.Attribute[Any], value: str) -> None:
         if value not in ("allow", "ask", "deny"):
             raise ValueError(f"default must be 'allow', 'ask' or 'deny', got {value!r}")
 
+    @sandboxed.validator
+    def _check_sandboxed(self, attribute: attrs.Attribute[Any], value: str | None) -> None:
+        if value not in (None, "allow", "ask", "deny"):
+            raise ValueError(f"sandboxed must be None, 'allow', 'ask' or 'deny', got {value!r}")
+
     def decide(
-        self, tool_name: str, subject: tuple[str, str] | None
+        self, tool_name: str, subject: tuple[str, str] | None, *, sandboxed: bool = False
     ) -> tuple[Action, PermissionRule | None]:
-        """The action for a call of ``tool_name`` on ``subject``, and the rule that chose it."""
+        """The action for a call of ``tool_name`` on ``subject``, and the rule that chose it.
+
+        ``sandboxed``: the call runs in a sandbox; when no rule matches, the
+        ``sandboxed`` setting decides instead of ``default`` (if it is set).
+        """
         parts = self._parts(subject)
 
         def first(rules: Iterable[PermissionRule]) -> PermissionRule | None:
@@ -211,6 +235,8 @@ class Permissions:
         rule = self._allowed_by(tool_name, subject, parts)
         if rule is not None:
             return "allow", rule
+        if sandboxed and self.sandboxed is not None:
+            return self.sandboxed, None
         return self.default, None
 
     def _allowed_by(
@@ -259,15 +285,23 @@ class Permissions:
         subject: tuple[str, str] | None = None
         if subject_of is not None:
             subject = subject_of(dict(arguments))
-        action, rule = self.decide(tool_name, subject)
+        sandboxed = getattr(tool, "sandboxed", False) is True
+        action, rule = self.decide(tool_name, subject, sandboxed=sandboxed)
         if action == "allow":
             return None
         if action == "deny":
             if rule is None:
+                if sandboxed and self.sandboxed is not None:
+                    return f"no rule allows {tool_name} calls here, sandboxed or not"
                 return f"no rule allows {tool_name} calls here"
             return f"{_describe(tool_name, subject)} is refused by the rule deny({rule})"
         if self.approver is None:
-            why = f"the rule ask({rule})" if rule is not None else "the default"
+            if rule is not None:
+                why = f"the rule ask({rule})"
+            elif sandboxed and self.sandboxed is not None:
+                why = "the sandboxed setting"
+            else:
+                why = "the default"
             return f"{_describe(tool_name, subject)} needs approval ({why}), and no approver is set"
         request = PermissionRequest(
             tool_name=tool_name,
@@ -275,6 +309,7 @@ class Permissions:
             arguments=dict(arguments),
             subject=subject,
             rule=rule,
+            sandboxed=sandboxed,
         )
         answer = await call_hook(self.approver, request)
         if answer is True:

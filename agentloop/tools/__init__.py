@@ -12,6 +12,9 @@ from ._files import atomic_write as atomic_write
 from ._listing import ListFilesTool as ListFilesTool
 from ._prun import PrunTool as PrunTool
 from ._prun import prun_tools as prun_tools
+from ._sandbox import Sandbox as Sandbox
+from ._sandbox import SandboxStatus as SandboxStatus
+from ._sandbox import sandbox_status as sandbox_status
 from ._search import SearchTool as SearchTool
 from ._sub_agent import SubAgentTool as SubAgentTool
 from ._workspace import SKIP_DIRS as SKIP_DIRS
@@ -26,6 +29,8 @@ __all__ = [
     "ListFilesTool",
     "PrunTool",
     "ReadFileTool",
+    "Sandbox",
+    "SandboxStatus",
     "SearchTool",
     "SubAgentTool",
     "Workspace",
@@ -33,4 +38,5 @@ __all__ = [
     "atomic_write",
     "default_tools",
     "prun_tools",
+    "sandbox_status",
 ]

@@ -24,10 +24,18 @@ as they arrive. What it guarantees:
   ``Claim(exclusive=True)``). ``BashTool(exclusive=False)`` lets commands run
   beside other calls.
 
+- **Sandboxed, if asked.** ``BashTool(root, sandbox=Sandbox())`` confines each
+  command and everything it starts with Linux Landlock: writes only under the
+  root and the temporary directory, reads everywhere or only where allowed,
+  optionally no TCP connections (see ``_sandbox``). Where the kernel cannot, the
+  tool logs a warning once and runs commands unsandboxed, with ``sandboxed``
+  False so that permissions ask about them; if confining fails as a command
+  starts, the command does not run.
+
 The deny list (regular expressions searched in the command text) is a
 seatbelt against accidents (``rm -rf /`` typed by a model that meant
 ``rm -rf ./``), not a sandbox: a command can always be written so that no
-pattern matches it. Run untrusted models in a container.
+pattern matches it. Use the sandbox, or run untrusted models in a container.
 """
 
 from __future__ import annotations
@@ -49,6 +57,7 @@ from .._process import end_group, start
 from .._schedule import NO_CLAIM, Claim
 from .._tool import InvalidArgs, ToolContext, ToolError, ToolResult, format_duration
 from ._environ import filter_environment
+from ._sandbox import Sandbox, SandboxStatus, as_sandbox, failure_message, warn_unavailable
 from ._workspace import Workspace, as_workspace
 
 __all__ = ["DEFAULT_DENY", "DEFAULT_ENV_DENY", "BashTool"]
@@ -150,6 +159,17 @@ class BashTool:
             it (a command can touch any file, so nothing else is safe beside
             it). False: commands run beside other calls, and each other,
             claiming nothing.
+        sandbox: A :class:`Sandbox` confining every command (True: ``Sandbox()``),
+            or None (the default) for none. Checked when the tool is built: if
+            this system cannot enforce it, a WARNING is logged once and commands
+            run unsandboxed (``sandboxed`` is then False; ``sandbox_status`` says
+            why). A sandboxed command gets ``TMPDIR`` set to the sandbox's
+            ``temp`` unless ``env`` sets it. If confining fails when a command
+            starts, the command does not run and the call is the error
+            ``Sandbox error: <why>``.
+
+    Raises:
+        TypeError: ``sandbox`` is not a Sandbox, a bool or None.
     """
 
     workspace: Workspace = attrs.field(factory=Workspace, converter=as_workspace)
@@ -169,12 +189,33 @@ class BashTool:
     shell: str = attrs.field(default="bash", kw_only=True)
     grace: float = attrs.field(default=2.0, kw_only=True, validator=_non_negative)
     exclusive: bool = attrs.field(default=True, kw_only=True)
+    sandbox: Sandbox | None = attrs.field(default=None, kw_only=True, converter=as_sandbox)
+    _sandbox_status: SandboxStatus | None = attrs.field(init=False, repr=False)
+    _launcher: tuple[str, ...] | None = attrs.field(init=False, repr=False)
     _deny_patterns: tuple[tuple[str, re.Pattern[str]], ...] = attrs.field(init=False, repr=False)
     description: str = attrs.field(init=False, repr=False)
     parameters_schema: dict[str, Any] = attrs.field(init=False, repr=False)
 
     name = "bash"
     label = "Run command"
+
+    @_sandbox_status.default
+    def _probe_sandbox(self) -> SandboxStatus | None:
+        if self.sandbox is None:
+            return None
+        status = self.sandbox.status()
+        if not status.available:
+            warn_unavailable(status)
+        return status
+
+    @_launcher.default
+    def _launcher_prefix(self) -> tuple[str, ...] | None:
+        """The launcher's command line up to and including ``--``; None: unsandboxed."""
+        if self.sandbox is None or self._sandbox_status is None:
+            return None
+        if not self._sandbox_status.available:
+            return None
+        return tuple(self.sandbox.wrap([], self.workspace.root))
 
     @_deny_patterns.default
     def _compile_deny(self) -> tuple[tuple[str, re.Pattern[str]], ...]:
@@ -192,6 +233,7 @@ class BashTool:
             f"{format_duration(self.command_timeout)} (`timeout` sets a shorter limit, "
             "in seconds). When the command ends, everything it started is killed, "
             "background jobs included."
+            + (f" {self.sandbox.describe()}" if self.sandbox and self._launcher else "")
         )
 
     @parameters_schema.default
@@ -222,6 +264,17 @@ class BashTool:
         """None: the tool enforces its own timeout (``command_timeout``), not the loop."""
         return None
 
+    @property
+    def sandboxed(self) -> bool:
+        """True when commands run confined: a sandbox was asked for and this system
+        enforces it. :class:`~agentloop.Permissions` reads it (``sandboxed=``)."""
+        return self._launcher is not None
+
+    @property
+    def sandbox_status(self) -> SandboxStatus | None:
+        """Whether the sandbox is enforced here and, if not, why; None without one."""
+        return self._sandbox_status
+
     def permission_subject(self, params: Mapping[str, Any]) -> tuple[str, str]:
         """``("command", <the command text>)``."""
         return ("command", params["command"])
@@ -235,7 +288,8 @@ class BashTool:
 
         Raises:
             InvalidArgs: the command is missing or empty, or ``timeout`` is not > 0.
-            ToolError: the command is denied, cannot be started, or timed out.
+            ToolError: the command is denied, cannot be started (or sandboxed), or
+                timed out.
         """
         command, timeout = self._arguments(params)
         for description, pattern in self._deny_patterns:
@@ -243,7 +297,7 @@ class BashTool:
                 raise ToolError(f"Command blocked by safety policy: {description}.")
         try:
             process = await start(
-                [self.shell, "-c", command],
+                [*(self._launcher or ()), self.shell, "-c", command],
                 cwd=self.workspace.root,
                 env=self._environment(),
                 stdout=subprocess.PIPE,
@@ -271,6 +325,10 @@ class BashTool:
             raise ToolError(f"{note}\n{body}" if body else note)
         code = process.returncode
         assert code is not None
+        if self._launcher is not None:
+            why = failure_message(code, out.capture.head, err.capture.head)
+            if why is not None:
+                raise ToolError(f"Sandbox error: {why}")
         return ToolResult.text(
             f"Exit code: {_exit_text(code)}\n{body}",
             details={
@@ -301,6 +359,8 @@ class BashTool:
             base = {"PATH": os.environ.get("PATH", os.defpath)}
         env = filter_environment(base, deny=self.env_deny, allow=self.env_allow)
         env["PWD"] = str(self.workspace.root)  # not the parent's, which bash would distrust
+        if self._launcher is not None and self.sandbox is not None and self.sandbox.temp:
+            env["TMPDIR"] = self.sandbox.temp  # where the sandbox lets it write
         env.update(self.env)
         return env
 

@@ -26,6 +26,13 @@ tree, in the same order:
   engine in use rejects is an :class:`~agentloop.InvalidArgs` that says why.
   A match never spans lines.
 
+With a :class:`~agentloop.tools.Sandbox` (``SearchTool(root, sandbox=...)``,
+as ``default_tools`` passes it), ripgrep runs confined, read-only: it may read
+what the sandbox lets commands read, write nothing (but ``/dev/null``) and open
+no TCP connection. Where the sandbox is unavailable it runs as it would without
+one (search only reads, under the root); if confining it fails, the Python
+engine searches instead.
+
 The cap counts matching lines over all files; each match's context lines
 (``context`` before and after) come with it. The search stops when the cap is
 passed or after ``time_limit`` seconds, and says so.
@@ -55,6 +62,7 @@ from .._listing import (
     str_param,
     tree_path,
 )
+from .._sandbox import Sandbox, as_sandbox, failure_message, warn_unavailable
 from .._workspace import Workspace, as_workspace, path_claim, path_subject
 from ._common import (
     _READ_CHUNK,
@@ -141,12 +149,20 @@ class SearchTool:
         time_limit: Seconds; a longer search stops there and says its results are incomplete.
         max_line_chars: Longer lines are cut.
         timeout: Seconds, or None to use the loop's ``tool_timeout``.
+        sandbox: A :class:`~agentloop.tools.Sandbox` to run ripgrep in, read-only
+            (True: ``Sandbox()``), or None. Unavailable here: a WARNING, logged
+            once, and ripgrep runs unconfined.
+
+    Raises:
+        TypeError: ``sandbox`` is not a Sandbox, a bool or None.
     """
 
     workspace: Workspace = attrs.field(factory=Workspace, converter=as_workspace)
     time_limit: float = attrs.field(default=30.0, kw_only=True)
     max_line_chars: int = attrs.field(default=500, kw_only=True)
     timeout: float | None = attrs.field(default=None, kw_only=True)
+    sandbox: Sandbox | None = attrs.field(default=None, kw_only=True, converter=as_sandbox)
+    _launcher: tuple[str, ...] | None = attrs.field(init=False, repr=False)
 
     name = "search"
     replay_safe = True  # read-only: safe to run again after a crash
@@ -161,6 +177,17 @@ class SearchTool:
         "or include to see the rest."
     )
     parameters_schema = _SEARCH_SCHEMA
+
+    @_launcher.default
+    def _launcher_prefix(self) -> tuple[str, ...] | None:
+        """The sandbox launcher's command line up to ``--``; None: rg runs unconfined."""
+        if self.sandbox is None:
+            return None
+        status = self.sandbox.status()
+        if not status.available:
+            warn_unavailable(status)
+            return None
+        return tuple(self.sandbox.wrap([], self.workspace.root, read_only=True))
 
     def permission_subject(self, params: Mapping[str, Any]) -> tuple[str, str]:
         """``("path", <the root-relative path>)``, or the raw path if it leaves the root."""
@@ -261,7 +288,10 @@ class SearchTool:
         stderr = bytearray()
         try:
             process = await _process.start(
-                argv, cwd=str(tree.root), stdout=subprocess.PIPE, stderr=subprocess.PIPE
+                [*(self._launcher or ()), *argv],
+                cwd=str(tree.root),
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
             )
         except OSError as error:
             log.warning("search: cannot run %s, using the Python engine instead: %s", rg, error)
@@ -293,6 +323,11 @@ class SearchTool:
                         await stream.aclose()
         if scope.cancelled_caught:
             return False
+        if self._launcher is not None:
+            why = failure_message(process.returncode, b"", bytes(stderr))
+            if why is not None and not reader.saw_summary:
+                log.warning("search: rg could not be sandboxed, using the Python engine: %s", why)
+                return None
         if process.returncode == 2 and not reader.saw_summary:
             _rg_failure(pattern, stderr.decode("utf-8", "replace"))
             return None

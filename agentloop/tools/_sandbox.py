@@ -1,0 +1,358 @@
+"""Sandbox: confine a command and everything it starts, with Linux Landlock.
+
+``BashTool(root, sandbox=Sandbox())`` runs each command through a small
+launcher (``python -I -S agentloop/tools/_landlock.py ... -- bash -c
+command``) that restricts itself with Landlock and then ``exec``\\ s the shell.
+The restriction is inherited by every child, grandchild and ``exec``, and
+cannot be lifted; it needs no root and no extra program, only a kernel with
+Landlock (ABI 3, Linux 6.2, or later) enabled. What a confined command may do:
+
+- **Write** (create, change, truncate, rename, link, remove) only beneath the
+  workspace root, the temporary directory (``Sandbox.temp``, by default
+  :func:`tempfile.gettempdir`), ``/dev/shm``, the paths in ``Sandbox.write``,
+  and the device files ``/dev/null``, ``/dev/zero``, ``/dev/full`` and
+  ``/dev/tty``. Paths are checked on the file itself, whatever name reaches
+  it: ``..``, symlinks, ``/proc/self/cwd``, hard links to a directory outside
+  are all refused. A refused write fails with ``EACCES`` ("Permission
+  denied"), which the command reports as it would any other error.
+- **Read**: ``read="all"`` (the default): every file but the devices in
+  ``/dev`` (``null``, ``zero``, ``full``, ``random``, ``urandom`` and ``tty``
+  only: no other terminal can be read, so no one's keystrokes). Every directory
+  can be listed. ``read="restricted"``: only the root, the temporary
+  directories, the writable paths, the system directories (:data:`SYSTEM_PATHS`),
+  this Python's installation and ``Sandbox.readable``; the rest (``$HOME``!)
+  cannot be read nor listed.
+- **Network**: ``network=False`` refuses TCP ``connect`` and ``bind`` (needs
+  ABI 4, Linux 6.7) and, from ABI 6, connecting to abstract unix sockets of
+  processes outside the sandbox. Landlock does **not** cover UDP (so DNS
+  queries still go out, and data can leave over UDP), ICMP, raw sockets, or
+  unix sockets with a path in the file system (which the write rules do not
+  stop: connecting is not writing). It is a guard against a command that
+  downloads or uploads over HTTP, not a firewall.
+- **Signals** (ABI 6): a command cannot signal processes outside its sandbox
+  (the agent, your editor); its own children, yes.
+- **Devices** (ABI 5): ``ioctl`` on a device file only where writes are
+  allowed (no terminal injection with ``TIOCSTI``).
+- ``no_new_privs`` is set: setuid programs (``sudo``, ``su``) do not gain
+  privileges. Other processes are out of reach as Landlock makes them:
+  ``ptrace`` of, and ``/proc/<pid>/environ`` or ``mem`` of, a process outside
+  the sandbox are refused.
+
+Not covered: what is reachable without the file system or TCP (UDP, pathname
+unix sockets such as a Docker or D-Bus socket, shared memory segments), how
+much CPU, memory or disk a command uses, and reading secrets under the root
+itself. Landlock is an allow-list on top of the usual permissions, never
+instead of them: a file that a user cannot write stays so.
+
+Where Landlock is missing, disabled, blocked or too old, or on another system
+than Linux, :func:`sandbox_status` says why; the tool logs that once (a
+WARNING on the ``agentloop.tools`` logger), runs commands unsandboxed, and
+reports ``sandboxed = False`` so that a :class:`~agentloop.Permissions` policy
+asks about them. If restricting fails when a command starts, the command does
+not run: the call is an error result (fail closed).
+
+Start-up cost: one Python interpreter start (``-I -S``, no site packages)
+before the shell, some 20 ms; ``benchmarks/sandbox.py`` measures it.
+"""
+
+from __future__ import annotations
+
+import errno
+import logging
+import os
+import sys
+import tempfile
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+import attrs
+
+from . import _landlock
+from ._landlock import FAILURE_CODE, FAILURE_MARK
+
+__all__ = [
+    "FAILURE_CODE",
+    "FAILURE_MARK",
+    "SYSTEM_PATHS",
+    "Sandbox",
+    "SandboxStatus",
+    "as_sandbox",
+    "failure_message",
+    "sandbox_status",
+    "warn_unavailable",
+]
+
+log = logging.getLogger("agentloop.tools")
+
+#: The lowest Landlock ABI the sandbox uses: 3, where truncation is controlled.
+MIN_ABI = 3
+#: The lowest ABI that can refuse network connections (TCP rights).
+NETWORK_ABI = 4
+
+#: What ``read="restricted"`` lets a command read besides the root and the temporary
+#: and writable directories (those that exist).
+SYSTEM_PATHS: tuple[str, ...] = (
+    "/usr",
+    "/bin",
+    "/sbin",
+    "/lib",
+    "/lib32",
+    "/lib64",
+    "/libx32",
+    "/etc",
+    "/opt",
+    "/proc",
+    "/sys",
+    "/nix/store",
+    "/run/systemd/resolve",
+    "/run/resolvconf",
+)
+
+#: Device files every command may read and write.
+_WRITABLE_DEVICES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/tty")
+#: Device files every command may read.
+_READABLE_DEVICES = (*_WRITABLE_DEVICES, "/dev/random", "/dev/urandom")
+_SHM = "/dev/shm"
+_LAUNCHER = str(Path(__file__).with_name("_landlock.py"))
+
+_READ = _landlock.FS_READ
+_READ_WRITE = _landlock.FS_READ | _landlock.FS_WRITE
+
+
+@attrs.frozen(kw_only=True)
+class SandboxStatus:
+    """Whether the sandbox can be used here, and if not, why.
+
+    >>> str(SandboxStatus(available=False, abi=0, reason="Landlock is disabled"))
+    'unavailable: Landlock is disabled'
+    """
+
+    #: True when commands can be confined.
+    available: bool
+    #: The kernel's Landlock ABI version; 0 when there is none.
+    abi: int
+    #: Why the sandbox is unavailable; None when it is available.
+    reason: str | None = None
+
+    def __str__(self) -> str:
+        if self.available:
+            return f"Landlock ABI {self.abi}"
+        return f"unavailable: {self.reason}"
+
+
+_abi_cache: list[int | OSError] = []
+
+
+def _kernel_abi() -> int | OSError:
+    """The kernel's Landlock ABI, or why it has none; asked once per process."""
+    if not _abi_cache:
+        try:
+            _abi_cache.append(_landlock.abi_version())
+        except OSError as error:
+            _abi_cache.append(error)
+    return _abi_cache[0]
+
+
+def sandbox_status(*, network: bool = True) -> SandboxStatus:
+    """Whether this system can run sandboxed commands (``network=False``: without network).
+
+    Asks the kernel once per process (``landlock_create_ruleset`` with
+    ``LANDLOCK_CREATE_RULESET_VERSION``), which changes nothing. Never raises.
+    """
+    abi = _kernel_abi()
+    if isinstance(abi, OSError):
+        return SandboxStatus(available=False, abi=0, reason=_why(abi))
+    if abi < MIN_ABI:
+        return SandboxStatus(
+            available=False,
+            abi=abi,
+            reason=(
+                f"the kernel's Landlock ABI {abi} is too old: the sandbox needs ABI "
+                f"{MIN_ABI} (Linux 6.2), which controls truncation"
+            ),
+        )
+    if not network and abi < NETWORK_ABI:
+        return SandboxStatus(
+            available=False,
+            abi=abi,
+            reason=(
+                f"the kernel's Landlock ABI {abi} cannot refuse network connections: "
+                f"network=False needs ABI {NETWORK_ABI} (Linux 6.7)"
+            ),
+        )
+    if not sys.executable:
+        return SandboxStatus(
+            available=False, abi=abi, reason="no Python interpreter to start the sandbox with"
+        )
+    return SandboxStatus(available=True, abi=abi)
+
+
+def _why(error: OSError) -> str:
+    if not sys.platform.startswith("linux"):
+        return f"Landlock is a Linux feature; this system is {sys.platform}"
+    if error.errno == errno.ENOSYS:
+        return "this kernel has no Landlock (Linux 5.13 or later, built with it, is needed)"
+    if error.errno == errno.EOPNOTSUPP:
+        return "Landlock is disabled on this system (the kernel's lsm= boot parameter)"
+    return f"Landlock cannot be used here ({os.strerror(error.errno or 0)})"
+
+
+_warned: set[str] = set()
+
+
+def warn_unavailable(status: SandboxStatus) -> None:
+    """Log, once per process and reason, that commands will run unsandboxed."""
+    reason = status.reason or "unknown"
+    if reason in _warned:
+        return
+    _warned.add(reason)
+    log.warning(
+        "The sandbox is unavailable (%s): commands run unsandboxed, and permissions treat them so",
+        reason,
+    )
+
+
+def _paths(value: Iterable[str | os.PathLike[str]]) -> tuple[str, ...]:
+    if isinstance(value, str | os.PathLike):
+        raise TypeError(f"expected a list of paths, got {value!r}")
+    return tuple(os.path.abspath(os.path.expanduser(os.fspath(path))) for path in value)
+
+
+def _temp(value: str | os.PathLike[str] | None) -> str | None:
+    return None if value is None else os.path.abspath(os.fspath(value))
+
+
+def _read_mode(instance: Any, attribute: attrs.Attribute[Any], value: str) -> None:
+    if value not in ("all", "restricted"):
+        raise ValueError(f"read must be 'all' or 'restricted', got {value!r}")
+
+
+@attrs.frozen(kw_only=True)
+class Sandbox:
+    """How commands are confined; see the module docstring for what each part means.
+
+    >>> Sandbox(network=False).network
+    False
+
+    Args:
+        write: More paths (directories or files) commands may write under, on top of
+            the root, ``temp`` and ``/dev/shm``; ``~`` is expanded. Missing ones are
+            skipped.
+        read: ``"all"`` (every file but terminals and other devices) or
+            ``"restricted"`` (the root, the writable paths, :data:`SYSTEM_PATHS`,
+            this Python's installation and ``readable``).
+        readable: More paths commands may read under, with ``read="restricted"``.
+        network: False refuses TCP connections and listening sockets (not UDP).
+        temp: The temporary directory commands may write under (and ``TMPDIR``
+            for them); None for none but ``/dev/shm``.
+
+    Raises:
+        ValueError: ``read`` is neither ``"all"`` nor ``"restricted"``.
+        TypeError: ``write`` or ``readable`` is one string instead of a list.
+    """
+
+    write: tuple[str, ...] = attrs.field(default=(), converter=_paths)
+    read: Literal["all", "restricted"] = attrs.field(default="all", validator=_read_mode)
+    readable: tuple[str, ...] = attrs.field(default=(), converter=_paths)
+    network: bool = True
+    temp: str | None = attrs.field(factory=tempfile.gettempdir, converter=_temp)
+
+    def status(self) -> SandboxStatus:
+        """Whether commands can be confined this way here (see :func:`sandbox_status`)."""
+        return sandbox_status(network=self.network)
+
+    def rules(
+        self, root: str | os.PathLike[str], *, read_only: bool = False
+    ) -> list[tuple[int, str]]:
+        """The Landlock rules, ``(allowed rights, path)``, for commands run in ``root``.
+
+        ``read_only``: no writes but to the writable devices, whatever ``write`` says
+        (for a program that only reads, such as the search tool's ripgrep).
+        """
+        root_path = os.path.realpath(root)
+        writable = [] if read_only else [root_path, *self._temps(), *self.write]
+        rules: list[tuple[int, str]] = [(_READ_WRITE, path) for path in writable]
+        rules += [(_READ_WRITE, device) for device in _WRITABLE_DEVICES]
+        rules += [
+            (_READ, device) for device in _READABLE_DEVICES if device not in _WRITABLE_DEVICES
+        ]
+        if self.read == "all":
+            rules.append((_landlock.FS_READ_DIR, "/"))
+            rules += [(_READ, path) for path in _top_level() if path != "/dev"]
+        else:
+            prefixes = {sys.base_prefix, sys.prefix, sys.exec_prefix}
+            readable = [root_path, *self._temps(), *self.write, *SYSTEM_PATHS, *prefixes]
+            rules += [(_READ, path) for path in [*readable, *self.readable]]
+        return rules
+
+    def wrap(
+        self, argv: Sequence[str], root: str | os.PathLike[str], *, read_only: bool = False
+    ) -> list[str]:
+        """The command line that runs ``argv`` confined (see :meth:`rules`).
+
+        The launcher it starts exits with :data:`FAILURE_CODE` and one line of
+        stderr starting with :data:`FAILURE_MARK` (see :func:`failure_message`),
+        without running ``argv``, when it cannot confine it.
+
+        Raises:
+            RuntimeError: the sandbox is unavailable here (the message says why).
+        """
+        status = self.status()
+        if not status.available:
+            raise RuntimeError(f"the sandbox is {status}")
+        abi = status.abi
+        fs = _landlock.fs_rights(abi)
+        net = 0 if self.network and not read_only else _landlock.net_rights(abi)
+        scoped = _landlock.scopes(abi)
+        if self.network and not read_only:
+            scoped &= ~_landlock.SCOPE_ABSTRACT_UNIX_SOCKET
+        spec = _landlock.launcher_spec(fs, net, scoped, self.rules(root, read_only=read_only))
+        return [sys.executable, "-I", "-S", _LAUNCHER, *spec, "--", *argv]
+
+    def describe(self) -> str:
+        """One sentence for a model: what a confined command may not do."""
+        places = ["the working directory", *self._temps()[:1], *self.write]
+        text = (
+            "Commands run in a sandbox: they can write only under "
+            + ", ".join(places)
+            + " (anything else fails with 'Permission denied')"
+        )
+        if self.read == "restricted":
+            text += ", read only those and the system directories"
+        if not self.network:
+            text += ", and cannot open network connections"
+        return text + "."
+
+    def _temps(self) -> list[str]:
+        return [self.temp, _SHM] if self.temp is not None else [_SHM]
+
+
+def _top_level() -> list[str]:
+    try:
+        return sorted(os.path.join("/", name) for name in os.listdir("/"))
+    except OSError:
+        return []
+
+
+def as_sandbox(value: Sandbox | bool | None) -> Sandbox | None:
+    """``value`` as a tool's ``sandbox`` setting: True is ``Sandbox()``, False is None."""
+    if value is True:
+        return Sandbox()
+    if value is False or value is None:
+        return None
+    if isinstance(value, Sandbox):
+        return value
+    raise TypeError(f"sandbox must be a Sandbox, True, False or None, got {value!r}")
+
+
+def failure_message(
+    returncode: int | None, stdout: bytes | bytearray, stderr: bytes | bytearray
+) -> str | None:
+    """The launcher's reason when a sandboxed process did not run, else None."""
+    if returncode != FAILURE_CODE or stdout:
+        return None
+    text = bytes(stderr).decode("utf-8", "replace")
+    if not text.startswith(FAILURE_MARK) or text.count("\n") > 1:
+        return None
+    return text[len(FAILURE_MARK) :].strip()

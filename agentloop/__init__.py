@@ -60,6 +60,8 @@ from ._events import ToolExecutionStart as ToolExecutionStart
 from ._events import ToolExecutionUpdate as ToolExecutionUpdate
 from ._events import TurnEnd as TurnEnd
 from ._events import TurnStart as TurnStart
+from ._instructions import ProjectInstructions as ProjectInstructions
+from ._instructions import project_instructions as project_instructions
 from ._loop import AgentLoopConfig as AgentLoopConfig
 from ._loop import ExecutionLimits as ExecutionLimits
 from ._loop import MessageSource as MessageSource
@@ -157,6 +159,7 @@ __all__ = [
     "Permissions",
     "ProgressCallback",
     "ProgressMessage",
+    "ProjectInstructions",
     "PrunApplied",
     "PrunQueue",
     "PrunRecord",
@@ -200,6 +203,7 @@ __all__ = [
     "agent_loop_continue",
     "estimate_text_tokens",
     "estimate_tokens",
+    "project_instructions",
     "summarize_exchanges",
     "tool",
 ]

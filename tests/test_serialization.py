@@ -24,6 +24,7 @@ NOT_VALUES = {
     "CompactionConfig",  # holds the summarizer function
     "FunctionTool",
     "Permissions",  # holds the approver function
+    "ProjectInstructions",  # files on this machine, read at start: never sent anywhere
     "ToolContext",
 }
 

@@ -55,6 +55,7 @@ EXPECTED_ALL = [
     "Permissions",
     "ProgressCallback",
     "ProgressMessage",
+    "ProjectInstructions",
     "PrunApplied",
     "PrunQueue",
     "PrunRecord",
@@ -98,6 +99,7 @@ EXPECTED_ALL = [
     "agent_loop_continue",
     "estimate_text_tokens",
     "estimate_tokens",
+    "project_instructions",
     "summarize_exchanges",
     "tool",
 ]

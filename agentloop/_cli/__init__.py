@@ -1,7 +1,8 @@
 """The terminal agent behind ``python -m agentloop`` and the ``agentloop`` command.
 
-Modules: ``_args`` (the command line), ``_models`` (which model), ``_setup``
-(tools, permissions, system prompt), ``_render`` (events on the screen),
+Modules: ``_args`` (the command line), ``_settings`` (the settings files),
+``_models`` (which model), ``_setup`` (tools, permissions, system prompt),
+``_render`` (events on the screen), ``_output`` (JSON output for scripts),
 ``_input`` (terminal lines under trio), ``_commands`` (slash commands' texts)
 and ``_app`` (the loop that ties them together).
 """
@@ -16,9 +17,11 @@ import trio
 
 from .._util import raise_single
 from ._app import App
-from ._args import Options, parse_args
+from ._args import Options, apply_settings, parse_args
 from ._models import ModelChoice, ModelError, choose_model, demo_workspace
+from ._output import JsonOutput
 from ._render import Renderer, Screen, make_console
+from ._settings import SettingsError, load_settings
 
 __all__ = [
     "App",
@@ -49,8 +52,17 @@ def _run(app: App) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the terminal agent; return the exit status (2: a usage error, 130: Ctrl-C)."""
+    """Run the terminal agent; return the exit status.
+
+    0: done; 1: the run ended in an error; 2: a usage or settings error; 3: the
+    run stopped at a limit; 130: stopped with Ctrl-C.
+    """
     options = parse_args(argv)
+    try:
+        options = apply_settings(options, load_settings(options.directory, os.environ))
+    except SettingsError as error:
+        print(f"agentloop: {error}", file=sys.stderr)
+        return 2
     try:
         choice = choose_model(
             os.environ,
@@ -63,8 +75,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ModelError as error:
         print(f"agentloop: {error}", file=sys.stderr)
         return 2
-    screen = Screen(make_console(sys.stdout), input_is_terminal=_is_terminal(0))
-    app = App(options, choice, screen)
+    output = None
+    if options.prompt is not None and options.format != "text":
+        output = JsonOutput(options.format, sys.stdout)  # and everything else on stderr
+    screen = Screen(
+        make_console(sys.stdout if output is None else sys.stderr),
+        input_is_terminal=_is_terminal(0),
+    )
+    app = App(options, choice, screen, output=output)
     try:
         return _run(app)
     except KeyboardInterrupt:  # before the interrupt watcher started, or after it ended

@@ -27,15 +27,16 @@ import shlex
 import signal
 import sys
 from pathlib import Path
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 import trio
 
 from .. import _events as ev
 from .._agent import Agent
 from .._channel import EventReceiver
+from .._instructions import project_instructions
+from .._loop import ExecutionLimits
 from .._permissions import PermissionRequest, Permissions
-from .._tool import AgentTool
 from .._types import AssistantMessage, StopReason, UserMessage
 from .._words import plural
 from ..providers import RetryConfig
@@ -47,7 +48,6 @@ from ..session import (
     load_session,
     new_session_path,
 )
-from ..tools import default_tools
 from ._args import Options
 from ._commands import (
     ANY_DIRECTORY,
@@ -58,12 +58,16 @@ from ._commands import (
     session_lines,
     tool_lines,
 )
+from ._elicit import ask_form, form_fields
 from ._input import LineReader, PromptReader, history_path
 from ._models import ModelChoice
+from ._output import JsonOutput, exit_status
 from ._render import Renderer, Screen
 from ._setup import (
     SetupError,
+    builtin_tools,
     describe_request,
+    instructions_note,
     make_permissions,
     mcp_tools,
     openapi_tools,
@@ -76,6 +80,19 @@ PROMPT = "\u203a "  # a single right-pointing angle quotation mark, then a space
 BANNER = "Type a prompt; /help lists the commands. Ctrl-C stops a run; Ctrl-D quits."
 _CATCH_UP_LIMIT = 1000  # checkpoints to wait for the renderer before asking anyway
 _YES = frozenset({"y", "yes"})
+
+if TYPE_CHECKING:  # agentloop.mcp needs the MCP SDK, an extra
+    from ..mcp import Elicitation, ElicitationAnswer
+
+
+def _open_browser(url: str) -> bool:
+    """Open ``url`` in the user's browser; whether one was started."""
+    import webbrowser
+
+    try:
+        return webbrowser.open(url)
+    except webbrowser.Error:
+        return False
 
 
 class App:
@@ -90,6 +107,8 @@ class App:
         line_editor: Read an interactive session's lines with the line editor
             (:class:`~._input.PromptReader`); None: when standard input and
             the screen are both terminals.
+        output: Where a one-prompt run's JSON goes (``--output-format json``
+            or ``stream-json``); None: the run is shown on ``screen``.
     """
 
     def __init__(
@@ -101,7 +120,9 @@ class App:
         stdin_fd: int = 0,
         stderr: TextIO | None = None,
         line_editor: bool | None = None,
+        output: JsonOutput | None = None,
     ) -> None:
+        self.output = output
         self.options = options
         self.choice = choice
         self.screen = screen
@@ -128,6 +149,7 @@ class App:
         self._approval: trio.MemorySendChannel[str | None] | None = None
         self._approval_lock = trio.Lock()
         self._events: EventReceiver[ev.AgentEvent] | None = None
+        self._failure: str | None = None  # why the last run ended without its AgentEnd
 
     @property
     def interactive(self) -> bool:
@@ -185,7 +207,9 @@ class App:
                         else:
                             prompt = self.options.prompt
                             self.exit_code = (
-                                await self._repl() if prompt is None else await self._run(prompt)
+                                await self._repl()
+                                if prompt is None
+                                else await self._one_prompt(prompt)
                             )
             finally:
                 if self._editor is not None:
@@ -275,18 +299,39 @@ class App:
         options, choice, screen = self.options, self.choice, self.screen
         root = options.directory
         screen.line(choice.note)
-        tools: list[AgentTool] = list(default_tools(root))
+        instructions = await trio.to_thread.run_sync(project_instructions, root)
+        if instructions is not None:
+            screen.line(instructions_note(instructions))
+        tools, note = builtin_tools(root, options.sandbox)
+        if note is not None:
+            confined = all(getattr(tool, "sandboxed", True) for tool in tools)
+            screen.line(note, "dim" if confined else "yellow")
         tools += await openapi_tools(options.openapi, options.openapi_base_url)
+        # With JSON output nobody can answer a question: asked calls are refused.
+        approver = self._approve if self.output is None else self._refuse
         if options.mcp_config is not None:
-            tools += await mcp_tools(options.mcp_config, stack, screen)
-        self.permissions = make_permissions(self._approve)
+            # Servers get the root, may ask the user (on the terminal), and may ask
+            # the agent's model, each time with the user's consent.
+            tools += await mcp_tools(
+                options.mcp_config,
+                stack,
+                screen,
+                elicitation=self._elicit if self.output is None else self._decline,
+                sampling=(choice.provider, Permissions(default="ask", approver=approver)),
+                roots=[root],
+            )
+        self.permissions = make_permissions(approver, settings=options.permissions)
+        limits = None  # the defaults
+        if options.max_turns is not None:
+            limits = ExecutionLimits(max_turns=options.max_turns)
         try:
             self._agent = Agent(
                 choice.provider,
-                system_prompt=system_prompt(root),
+                system_prompt=system_prompt(root, instructions),
                 tools=tools,
                 permissions=self.permissions,
                 journal=self._record,  # each event as it happens: a crash loses nothing
+                limits=limits,
             )
         except (TypeError, ValueError) as error:
             raise SetupError(f"cannot use these tools together: {error}") from error
@@ -439,15 +484,34 @@ class App:
             words.append(ANY_DIRECTORY)
         return shlex.join(words)
 
+    async def _one_prompt(self, prompt: str) -> int:
+        """Run the command line's prompt; with JSON output, write the run's object at the end."""
+        status = await self._run(prompt)
+        if self.output is not None:
+            end = self.output.end
+            if end is not None and not end.stop_reason.completed:  # said on stderr too
+                stop = end.stop_reason
+                self.screen.error(f"agentloop: the run ended ({stop.kind.value}): {stop.message}")
+            session = self.session_path.stem if self.session_path is not None else None
+            if self._recording_failed:
+                session = None
+            self.output.finish(
+                status=status, session_id=session, model=self.choice.label, failure=self._failure
+            )
+        return status
+
     async def _run(self, *messages: str | UserMessage) -> int:
-        """Run the agent on ``messages``; the status: 0, 1 (an error), 130 (stopped)."""
+        """Run the agent on ``messages``; the status by how the run ended (see ``_output``)."""
         self._open_recorder()
         self._running, self._stopping = True, False
         if self._editor is not None:
             self._editor.busy = True
             self._editor.refresh()
         last: AssistantMessage | None = None
+        end: ev.AgentEnd | None = None
+        run_id: str | None = None
         failed = False
+        self._failure = None
         try:
             async with trio.open_nursery() as nursery:
                 if self.interactive and self.screen.input_is_terminal:
@@ -459,7 +523,14 @@ class App:
                     async with self.agent.prompt(*messages) as events:
                         self._events = events
                         async for event in events:
-                            self.renderer.show(event)
+                            if self.output is None:
+                                self.renderer.show(event)
+                            else:
+                                self.output.event(event)
+                            if isinstance(event, ev.AgentStart) and run_id is None:
+                                run_id = event.loop_id  # the run's own loop: not a sub-agent's
+                            elif isinstance(event, ev.AgentEnd) and event.loop_id == run_id:
+                                end = event
                             if isinstance(event, ev.MessageEnd) and isinstance(
                                 event.message, AssistantMessage
                             ):
@@ -467,6 +538,7 @@ class App:
                                 self._hint(last)
                 except Exception as error:  # a hook's or a tool's bug: report it, go on
                     self.screen.error(f"error: {type(error).__name__}: {error}")
+                    self._failure = f"{type(error).__name__}: {error}"
                     failed = True
                 finally:
                     self._events = None
@@ -481,7 +553,7 @@ class App:
             return 130
         if failed or (last is not None and last.stop_reason is StopReason.ERROR):
             return 1
-        return 0
+        return 0 if end is None else exit_status(end.stop_reason)
 
     def _hint(self, message: AssistantMessage) -> None:
         """After a model error, what to do about it (when there is something to say)."""
@@ -493,6 +565,7 @@ class App:
             provider=self.choice.label.partition(":")[0],
             base_url=options.base_url,
             api_key_env=options.api_key_env,
+            base_url_env=self.choice.base_url_env,
         )
         if hint is not None:
             self.screen.line(f"  {hint}", "yellow")
@@ -542,26 +615,91 @@ class App:
         """The approver of ``ask`` rules: ask on the terminal, wait for the next line."""
         async with self._approval_lock:
             await self._catch_up()
-            self._ask(f"Allow {describe_request(request)}? [y/N] ")
-            answer: str | None
-            if self._routing:
-                send, receive = trio.open_memory_channel[str | None](1)
-                self._approval = send
-                try:
-                    answer = await receive.receive()
-                finally:
-                    if self._approval is send:  # no answer came: the question is withdrawn
-                        self._approval = None
-                        if self._editor is not None:
-                            self._editor.ask(None)
-            else:
-                answer = await self.reader.readline()
-            self._answered(answer)
+            answer = await self._question(f"Allow {describe_request(request)}? [y/N] ")
             allowed = answer is not None and answer.strip().lower() in _YES
             if not allowed:
                 why = " (no more input)" if answer is None else ""
                 self.screen.line(f"  not allowed{why}", "yellow")
             return allowed
+
+    async def _question(self, text: str) -> str | None:
+        """Show ``text`` and wait for the next line (None: no more input).
+
+        During a run, the input router hands the line over; else it is read here.
+        Hold ``_approval_lock`` while asking.
+        """
+        self._ask(text)
+        answer: str | None
+        if self._routing:
+            send, receive = trio.open_memory_channel[str | None](1)
+            self._approval = send
+            try:
+                answer = await receive.receive()
+            finally:
+                if self._approval is send:  # no answer came: the question is withdrawn
+                    self._approval = None
+                    if self._editor is not None:
+                        self._editor.ask(None)
+        else:
+            answer = await self.reader.readline()
+        self._answered(answer)
+        return answer
+
+    async def _elicit(self, request: Elicitation) -> ElicitationAnswer:
+        """An MCP server's question to the user, asked on the terminal."""
+        from ..mcp import ElicitationAnswer
+
+        async with self._approval_lock:
+            await self._catch_up()
+            screen = self.screen
+            if request.problems:
+                screen.line("  that answer does not fit the form:", "yellow")
+                for problem in request.problems:
+                    screen.line(f"    {problem}", "yellow")
+            else:
+                screen.line(f"MCP server {request.server!r} asks: {request.message}", "bold")
+            if request.mode == "url":
+                screen.line(f"  {request.url}")
+                answer = await self._question("Open this page? [y/N] ")
+                if answer is None:
+                    return ElicitationAnswer.cancel()
+                if answer.strip().lower() not in _YES:
+                    screen.line("  declined", "yellow")
+                    return ElicitationAnswer.decline()
+                opened = await trio.to_thread.run_sync(_open_browser, request.url or "")
+                if not opened:
+                    screen.line("  (no browser here: open the address above yourself)", "dim")
+                return ElicitationAnswer.accept()
+            answer = await self._question("Answer? [y/N] ")
+            if answer is None:
+                return ElicitationAnswer.cancel()
+            if answer.strip().lower() not in _YES:
+                screen.line("  declined", "yellow")
+                return ElicitationAnswer.decline()
+            content = await ask_form(form_fields(request.schema), self._question, screen.line)
+            if content is None:
+                screen.line("  cancelled (no more input)", "yellow")
+                return ElicitationAnswer.cancel()
+            return ElicitationAnswer.accept(content)
+
+    def _decline(self, request: Elicitation) -> ElicitationAnswer:
+        """With JSON output nobody can answer a server's question: it is declined."""
+        from ..mcp import ElicitationAnswer
+
+        self.screen.error(
+            f"agentloop: MCP server {request.server!r} asked the user ({request.message!r}); "
+            f"with --output-format {self.options.format} nobody is asked, so it was declined"
+        )
+        return ElicitationAnswer.decline()
+
+    def _refuse(self, request: PermissionRequest) -> bool:
+        """The approver with JSON output: nobody can answer, so an asked call is refused."""
+        self.screen.error(
+            f"agentloop: {describe_request(request)} was refused: it needs approval, and with "
+            f"--output-format {self.options.format} nobody is asked (allow it in the "
+            "settings' [permissions])"
+        )
+        return False
 
     async def _catch_up(self) -> None:
         """Wait until the events sent so far are on the screen (bounded).

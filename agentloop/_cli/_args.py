@@ -3,12 +3,22 @@
 from __future__ import annotations
 
 import argparse
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any, Literal
 
 import attrs
 
-__all__ = ["Options", "build_parser", "parse_args"]
+from .. import __version__
+from ._settings import (
+    OUTPUT_FORMATS,
+    OutputFormat,
+    PermissionSettings,
+    SandboxSettings,
+    Settings,
+)
+
+__all__ = ["Options", "apply_settings", "build_parser", "parse_args"]
 
 _DESCRIPTION = """\
 A coding agent in your terminal. Without a prompt, it starts an interactive
@@ -24,6 +34,17 @@ models:
   scripted:FILE            replay the turns of a JSON script (for tests)
 Without --model: Anthropic if ANTHROPIC_API_KEY is set, else OpenAI if
 OPENAI_API_KEY is set, else the offline demo.
+
+output formats (with -p):
+  text          the run as on the screen (the default)
+  json          one JSON object at the end: result, stop_reason, usage, session_id...
+  stream-json   every event as a line of JSON, as it happens
+The exit status says how the run ended: 0 completed, 1 an error, 3 a limit
+(--max-turns), 130 stopped (Ctrl-C); 2 is a usage or settings error.
+
+Settings: ~/.config/agentloop/settings.toml (or $XDG_CONFIG_HOME/agentloop/, or
+$AGENTLOOP_HOME/), then .agentloop/settings.toml at the top of the project;
+the command line overrides both.
 
 Sessions are saved under $AGENTLOOP_HOME/sessions (default:
 $XDG_DATA_HOME/agentloop/sessions, or ~/.local/share/agentloop/sessions). Each
@@ -48,6 +69,14 @@ class Options:
         any_directory: ``--resume`` and ``--sessions`` reach the sessions of
             every directory, not only those started in ``directory``.
         sessions: List the saved sessions and exit.
+        output_format: With a prompt: ``text``, ``json`` or ``stream-json``;
+            None: not given (text, unless the settings say otherwise).
+        max_turns: Stop a run after this many turns (None: no limit).
+        permissions: Permission rules from the settings files.
+        sandbox: The ``[sandbox]`` settings, when a settings file has them
+            (``--sandbox`` and ``--auto`` turn it on).
+        sandbox_flag: ``"on"`` for ``--sandbox``, ``"auto"`` for ``--auto``.
+        settings_sources: The settings files read, in the order they apply.
     """
 
     prompt: str | None = None
@@ -55,12 +84,23 @@ class Options:
     model: str | None = None
     base_url: str | None = None
     api_key_env: str | None = None
-    mcp_config: Path | None = None
+    mcp_config: Path | Mapping[str, Any] | None = None
     openapi: tuple[str, ...] = ()
     openapi_base_url: str | None = None
     resume: str | None = None
     any_directory: bool = False
     sessions: bool = False
+    output_format: OutputFormat | None = None
+    max_turns: int | None = None
+    permissions: PermissionSettings = attrs.field(factory=PermissionSettings)
+    sandbox: SandboxSettings | None = None
+    sandbox_flag: Literal["on", "auto"] | None = None
+    settings_sources: tuple[Path, ...] = ()
+
+    @property
+    def format(self) -> OutputFormat:
+        """The output format: ``output_format``, else ``text``."""
+        return self.output_format or "text"
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -116,11 +156,46 @@ def build_parser() -> argparse.ArgumentParser:
         "--sessions", action="store_true", help="list the directory's saved sessions and exit"
     )
     parser.add_argument(
+        "--output-format",
+        choices=OUTPUT_FORMATS,
+        default=None,
+        help="with -p: print the run as text (default), one JSON object, or JSON lines",
+    )
+    parser.add_argument(
+        "--max-turns",
+        type=_positive,
+        default=None,
+        metavar="N",
+        help="stop a run after N turns (exit status 3)",
+    )
+    parser.add_argument(
+        "--sandbox",
+        action="store_true",
+        help="run commands in the sandbox: they may write only under the directory and "
+        "the temporary one (Linux, Landlock)",
+    )
+    parser.add_argument(
+        "--auto",
+        action="store_true",
+        help="--sandbox, and sandboxed commands run without asking (unsandboxed ones still ask)",
+    )
+    parser.add_argument("--version", action="version", version=f"agentloop {__version__}")
+    parser.add_argument(
         "--any-directory",
         action="store_true",
         help="let --resume and --sessions reach the sessions of other directories",
     )
     return parser
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number of 1 or more, got {text!r}")
+    return value
 
 
 def parse_args(argv: Sequence[str] | None = None) -> Options:
@@ -149,6 +224,11 @@ def parse_args(argv: Sequence[str] | None = None) -> Options:
             "--sessions lists the sessions and exits: give it without "
             + ("a prompt" if prompt is not None else "--resume")
         )
+    if args.output_format not in (None, "text") and prompt is None:
+        parser.error(
+            f"--output-format {args.output_format} goes with a prompt (-p PROMPT): an "
+            "interactive session is shown as text"
+        )
     if args.any_directory and not args.sessions and args.resume is None:
         parser.error(
             "--any-directory goes with --resume or --sessions (it lets them reach the "
@@ -166,4 +246,42 @@ def parse_args(argv: Sequence[str] | None = None) -> Options:
         resume=args.resume,
         any_directory=args.any_directory,
         sessions=args.sessions,
+        output_format=args.output_format,
+        max_turns=args.max_turns,
+        sandbox_flag="auto" if args.auto else "on" if args.sandbox else None,
     )
+
+
+def apply_settings(options: Options, settings: Settings) -> Options:
+    """The command line's options, with the settings where it gives none.
+
+    ``--model`` takes the model, its ``--base-url`` and ``--api-key-env`` from
+    the command line; without it, they come from the file that names a model
+    (``--api-key-env`` still wins). ``--mcp-config`` and ``--output-format``
+    replace the settings' ``mcp_servers`` and ``output_format``; an
+    ``output_format`` in a file is for runs with a prompt only.
+    """
+    sandbox, permissions = settings.sandbox, settings.permissions
+    if options.sandbox_flag is not None:
+        # The flags turn the sandbox on, with the settings' [sandbox] keys if any.
+        sandbox = attrs.evolve(sandbox or SandboxSettings(), enabled=True)
+    if options.sandbox_flag == "auto":
+        permissions = attrs.evolve(permissions, sandboxed="allow")
+    changes: dict[str, Any] = {
+        "permissions": permissions,
+        "sandbox": sandbox,
+        "settings_sources": settings.sources,
+    }
+    if options.model is None and settings.model is not None:
+        changes["model"] = settings.model
+        changes["base_url"] = settings.base_url
+        changes["api_key_env"] = options.api_key_env or settings.api_key_env
+    if options.mcp_config is None and settings.mcp_servers is not None:
+        changes["mcp_config"] = settings.mcp_servers
+    if (
+        options.output_format is None
+        and settings.output_format is not None
+        and options.prompt is not None
+    ):
+        changes["output_format"] = settings.output_format
+    return attrs.evolve(options, **changes)

@@ -216,12 +216,18 @@ _STATUS = re.compile(r"\bAPI error (\d{3})\b")
 
 
 def error_hint(
-    message: str, *, provider: str, base_url: str | None = None, api_key_env: str | None = None
+    message: str,
+    *,
+    provider: str,
+    base_url: str | None = None,
+    api_key_env: str | None = None,
+    base_url_env: tuple[str, str] | None = None,
 ) -> str | None:
     """What to do after a model call failed with ``message``, or None if nothing useful.
 
     ``provider`` is the provider of ``--model`` (``anthropic``, ``openai``...);
-    ``base_url`` and ``api_key_env`` are the options given.
+    ``base_url`` and ``api_key_env`` are the options given; ``base_url_env``
+    the variable that moved the API's root and its value (``OPENAI_BASE_URL``...).
     """
     variable = _KEY_VARIABLES.get(provider)
     if variable is None:  # the demo, a script: nothing to check
@@ -231,6 +237,9 @@ def error_hint(
     if message.startswith("cannot connect to "):
         if base_url is not None:
             return f"Is the server at {base_url} running? Start it, or check --base-url."
+        if base_url_env is not None:
+            variable, url = base_url_env
+            return f"Is the server at {url} running? Start it, or check {variable}."
         return "Check your network connection (and any proxy settings), then try again."
     if code in (401, 403):
         if api_key_env is not None:

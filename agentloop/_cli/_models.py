@@ -14,6 +14,8 @@ from .._demo import demo_provider, make_project
 from .._errors import AgentloopError
 from .._types import AssistantMessage, ThinkingContent
 from ..providers import (
+    DEFAULT_ANTHROPIC_URL,
+    DEFAULT_OPENAI_URL,
     AnthropicProvider,
     Emit,
     ModelConfig,
@@ -25,6 +27,7 @@ from ..providers import (
     ScriptedBlock,
     ScriptedProvider,
     ScriptedTurn,
+    base_url_from_env,
     call,
     reply,
 )
@@ -60,12 +63,15 @@ class ModelChoice:
         label: Short and stable, for session files: ``"anthropic:claude-sonnet-5"``.
         note: The line that tells the user which model is used.
         demo: The offline demo model (see :func:`demo_workspace`).
+        base_url_env: The variable that moved the API's root, and its value
+            (``("ANTHROPIC_BASE_URL", "http://127.0.0.1:8080")``), if one did.
     """
 
     provider: Provider
     label: str
     note: str
     demo: bool = False
+    base_url_env: tuple[str, str] | None = None
 
 
 class ScriptEnd:
@@ -192,6 +198,16 @@ def _key(environ: Mapping[str, str], name: str, spec: str) -> str:
     return key
 
 
+def _env_url(environ: Mapping[str, str], variable: str, default: str) -> tuple[str, str] | None:
+    """``(variable, URL)`` when ``variable`` names another root than the API's own."""
+    url = base_url_from_env(variable, default, environ)
+    return None if url == default else (variable, url)
+
+
+def _at(moved: tuple[str, str] | None) -> str:
+    return "" if moved is None else f" at {moved[1]} ({moved[0]})"
+
+
 def choose_model(
     environ: Mapping[str, str],
     *,
@@ -204,7 +220,9 @@ def choose_model(
 
     ``model`` is ``anthropic[:MODEL]``, ``openai[:MODEL]`` (with ``base_url``:
     any OpenAI-compatible server), ``openai-responses[:MODEL]`` (OpenAI's
-    Responses API), ``demo`` or ``scripted:FILE``. Without it:
+    Responses API), ``demo`` or ``scripted:FILE``. ``ANTHROPIC_BASE_URL`` and
+    ``OPENAI_BASE_URL`` in ``environ`` move the API's root, as the official
+    SDKs do (``base_url`` wins over them). Without ``model``:
     Anthropic if ``ANTHROPIC_API_KEY`` is set, else OpenAI if
     ``OPENAI_API_KEY`` is set, else the offline demo. API keys are read from
     ``environ`` (``api_key_env`` names another variable). ``paced`` makes the
@@ -248,28 +266,38 @@ def choose_model(
     if name == "anthropic":
         anthropic_id = model_id or ModelConfig.anthropic().id
         key = _key(environ, api_key_env or "ANTHROPIC_API_KEY", model)
-        anthropic = AnthropicProvider(anthropic_id, api_key=key)
+        moved = _env_url(environ, "ANTHROPIC_BASE_URL", DEFAULT_ANTHROPIC_URL)
+        url = DEFAULT_ANTHROPIC_URL if moved is None else moved[1]
+        anthropic = AnthropicProvider(
+            ModelConfig.anthropic(anthropic_id, api_key=key, base_url=url)
+        )
         return ModelChoice(
             provider=anthropic,
             label=f"anthropic:{anthropic_id}",
-            note=f"agentloop: using Anthropic model {anthropic_id}.",
+            note=f"agentloop: using Anthropic model {anthropic_id}{_at(moved)}.",
+            base_url_env=moved,
         )
+    moved = _env_url(environ, "OPENAI_BASE_URL", DEFAULT_OPENAI_URL)
+    url = DEFAULT_OPENAI_URL if moved is None else moved[1]
     if name == "openai-responses":
         responses_id = model_id or ModelConfig.openai_responses().id
         key = _key(environ, api_key_env or "OPENAI_API_KEY", model)
+        config = ModelConfig.openai_responses(responses_id, api_key=key, base_url=url)
         return ModelChoice(
-            provider=OpenAIResponsesProvider(responses_id, api_key=key),
+            provider=OpenAIResponsesProvider(config),
             label=f"openai-responses:{responses_id}",
-            note=f"agentloop: using OpenAI model {responses_id} (Responses API).",
+            note=f"agentloop: using OpenAI model {responses_id} (Responses API){_at(moved)}.",
+            base_url_env=moved,
         )
     if base_url is None:
         openai_id = model_id or ModelConfig.openai().id
         key = _key(environ, api_key_env or "OPENAI_API_KEY", model)
-        openai = OpenAIProvider(openai_id, api_key=key)
+        openai = OpenAIProvider(ModelConfig.openai(openai_id, api_key=key, base_url=url))
         return ModelChoice(
             provider=openai,
             label=f"openai:{openai_id}",
-            note=f"agentloop: using OpenAI model {openai_id}.",
+            note=f"agentloop: using OpenAI model {openai_id}{_at(moved)}.",
+            base_url_env=moved,
         )
     if not model_id:
         raise ModelError("--base-url needs --model openai:MODEL (the model's name on that server)")

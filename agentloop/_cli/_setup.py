@@ -3,22 +3,29 @@
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterable, Sequence
+import json
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import trio
 
 from .._errors import AgentloopError
+from .._instructions import ProjectInstructions
 from .._permissions import Approver, PermissionRequest, Permissions
 from .._tool import AgentTool
 from ..openapi import OpenApiConfig, OpenApiError, OpenApiToolAdapter
+from ..tools import Sandbox, default_tools
 from ._render import Screen, summarize_args
+from ._settings import PermissionSettings, SandboxSettings
 
 __all__ = [
     "ASKING_TOOLS",
     "READ_ONLY_TOOLS",
     "SetupError",
+    "builtin_tools",
     "describe_request",
+    "instructions_note",
     "make_permissions",
     "mcp_tools",
     "openapi_tools",
@@ -35,22 +42,94 @@ class SetupError(AgentloopError):
     """The agent cannot be set up as asked; the message says why, for the user."""
 
 
-def system_prompt(root: Path) -> str:
-    """The system prompt of the terminal agent working in ``root``."""
-    return (
+def system_prompt(root: Path, instructions: ProjectInstructions | None = None) -> str:
+    """The system prompt of the terminal agent working in ``root``, with the project's
+    instructions (``AGENTS.md``...) after it when there are some."""
+    prompt = (
         f"You are a coding agent working in the directory {root}, at the user's request. "
         "Use the tools to look at the files and run commands before you answer; paths are "
         "relative to that directory. Be concise. When you change something, say what you "
         "changed."
     )
+    if instructions is None:
+        return prompt
+    return (
+        f"{prompt}\n\nThe project's instructions follow, from its instruction files; "
+        "follow them unless the user asks otherwise.\n\n" + instructions.text
+    )
 
 
-def make_permissions(approver: Approver, *, also_allowed: Iterable[str] = ()) -> Permissions:
-    """The policy: read-only tools run, ``bash``/``write_file``/``edit_file`` ask, others ask."""
+def instructions_note(instructions: ProjectInstructions) -> str:
+    """The line that says which instruction files the agent read."""
+    names = []
+    for path in instructions.files:
+        try:
+            names.append(path.relative_to(instructions.root).as_posix())
+        except ValueError:
+            names.append(str(path))
+    cut = ""
+    if instructions.truncated:
+        cut = f"; cut at the size limit (the files hold {instructions.size} bytes)"
+    return f"agentloop: project instructions from {', '.join(names)}{cut}."
+
+
+def builtin_tools(
+    root: Path, sandbox: SandboxSettings | None
+) -> tuple[list[AgentTool], str | None]:
+    """The built-in tools working in ``root``, and a line to show about the sandbox, if any.
+
+    With the settings' ``[sandbox] enabled = true`` (or ``--sandbox``, ``--auto``),
+    ``bash`` (and the search tool's ripgrep) run their commands in a
+    :class:`~agentloop.tools.Sandbox` made of the other keys, and the line says
+    where they may write. Where this system cannot enforce it, the commands run
+    unconfined (they are still asked about), and the line says why.
+    """
+    if sandbox is None or not sandbox.enabled:
+        return list(default_tools(root)), None
+    confined = Sandbox(
+        write=sandbox.write,
+        read=sandbox.read,
+        readable=sandbox.readable,
+        network=sandbox.network,
+    )
+    status = confined.status()
+    if status.available:
+        note = "agentloop: " + confined.describe().replace("Commands run", "commands run", 1)
+    else:
+        note = (
+            f"agentloop: the sandbox is {status}: commands run without it (they are still "
+            "asked about)"
+        )
+    return list(default_tools(root, sandbox=confined)), note
+
+
+def make_permissions(
+    approver: Approver,
+    *,
+    also_allowed: Iterable[str] = (),
+    settings: PermissionSettings | None = None,
+) -> Permissions:
+    """The policy: read-only tools run, ``bash``/``write_file``/``edit_file`` ask, others ask.
+
+    ``settings`` (the settings files' ``[permissions]``) add their rules and may
+    change the default; with ``sandboxed``, a command that runs in the sandbox gets
+    that answer instead of the question (``--auto``: ``"allow"``). ``bash``,
+    ``write_file`` and ``edit_file`` keep asking unless an ``allow`` rule of the
+    settings names the tool (``bash(git *)``): then their calls that no rule
+    matches get the default.
+    """
+    settings = settings or PermissionSettings()
+    named = {rule.partition("(")[0].strip() for rule in settings.allow}
+    if settings.sandboxed is not None:
+        # bash is left to the policy's last two steps: a sandboxed command gets
+        # ``sandboxed``, an unsandboxed one the default (which asks, unless changed).
+        named.add("bash")
     return Permissions(
-        allow=[*READ_ONLY_TOOLS, *also_allowed],
-        ask=list(ASKING_TOOLS),
-        default="ask",
+        allow=[*READ_ONLY_TOOLS, *also_allowed, *settings.allow],
+        ask=[*settings.ask, *(tool for tool in ASKING_TOOLS if tool not in named)],
+        deny=list(settings.deny),
+        default=settings.default or "ask",
+        sandboxed=settings.sandboxed,
         approver=approver,
     )
 
@@ -87,26 +166,76 @@ async def openapi_tools(sources: Sequence[str], base_url: str | None) -> list[Ag
     return tools
 
 
+def oauth_by_default(config: Path | Mapping[str, Any]) -> Mapping[str, Any]:
+    """An ``mcpServers`` configuration whose URL servers sign in with OAuth when asked.
+
+    A server with a ``url`` and no ``oauth`` entry gets ``"oauth": true`` unless
+    it sends its own ``Authorization`` header: the flow starts only if the server
+    answers 401, so servers that need no sign-in are unaffected, and the ones that
+    do work with no configuration (the browser opens, the tokens are kept).
+
+    Raises:
+        OSError: the file cannot be read.
+        ValueError: it is not JSON.
+    """
+    if isinstance(config, Path):
+        try:
+            parsed = json.loads(config.read_text(encoding="utf-8"))
+        except json.JSONDecodeError as error:
+            raise ValueError(f"{config} is not valid JSON: {error}") from error
+    else:
+        parsed = config
+    servers = parsed.get("mcpServers") if isinstance(parsed, Mapping) else None
+    if not isinstance(servers, Mapping):
+        return parsed  # type: ignore[no-any-return]  # load_mcp_config says what is wrong
+    changed = {}
+    for name, entry in servers.items():
+        if isinstance(entry, Mapping) and "url" in entry and "oauth" not in entry:
+            headers = entry.get("headers")
+            names = {str(k).lower() for k in headers} if isinstance(headers, Mapping) else set()
+            if "authorization" not in names:
+                entry = {**entry, "oauth": True}
+        changed[name] = entry
+    return {**parsed, "mcpServers": changed}
+
+
 async def mcp_tools(
-    config: Path, stack: contextlib.AsyncExitStack, screen: Screen
+    config: Path | Mapping[str, Any],
+    stack: contextlib.AsyncExitStack,
+    screen: Screen,
+    *,
+    sampling: tuple[Any, Permissions] | None = None,
+    **client: Any,
 ) -> list[AgentTool]:
     """The tools of the MCP servers of an ``mcpServers`` file, open until ``stack`` closes.
 
-    A server that cannot be connected is reported on ``screen`` and left out.
+    ``config`` is the file's path, or the servers of the settings' ``[mcp_servers]``
+    (``{"mcpServers": {...}}``). A server that cannot be connected is reported
+    on ``screen`` and left out. ``sampling`` is the model that answers servers'
+    sampling requests and the permissions asked first; ``client`` goes to
+    ``open_mcp_servers`` (``elicitation``, ``roots``).
 
     Raises:
         SetupError: the MCP SDK is missing, or the file cannot be read or used.
     """
+    what = "--mcp-config" if isinstance(config, Path) else "mcp_servers (settings)"
+    where = f"{what} {config}" if isinstance(config, Path) else what
     try:
-        from ..mcp import open_mcp_servers
+        from ..mcp import McpSampling, open_mcp_servers
     except ImportError as error:
-        raise SetupError(f"--mcp-config: {error}") from error
+        raise SetupError(f"{what}: {error}") from error
+    if sampling is not None:
+        provider, permissions = sampling
+        client["sampling"] = McpSampling(provider, permissions=permissions)
     try:
-        servers = await stack.enter_async_context(open_mcp_servers(config, required=False))
+        with_oauth = await trio.to_thread.run_sync(oauth_by_default, config)
+        servers = await stack.enter_async_context(
+            open_mcp_servers(with_oauth, required=False, **client)
+        )
     except OSError as error:
-        raise SetupError(f"--mcp-config {config}: {error.strerror or error}") from error
+        raise SetupError(f"{where}: {error.strerror or error}") from error
     except ValueError as error:
-        raise SetupError(f"--mcp-config {config}: {error}") from error
+        raise SetupError(f"{where}: {error}") from error
     for name, why in servers.errors.items():
         screen.error(f"agentloop: MCP server {name!r} is left out: {why}")
     return list(servers.tools)

@@ -32,12 +32,15 @@ from ._errors import RateLimitError as RateLimitError
 from ._errors import ServerError as ServerError
 from ._fallback import FallbackError as FallbackError
 from ._fallback import FallbackProvider as FallbackProvider
+from ._model import DEFAULT_ANTHROPIC_URL as DEFAULT_ANTHROPIC_URL
+from ._model import DEFAULT_OPENAI_URL as DEFAULT_OPENAI_URL
 from ._model import PRICES_AS_OF as PRICES_AS_OF
 from ._model import Compat as Compat
 from ._model import ModelConfig as ModelConfig
 from ._model import ModelCost as ModelCost
 from ._model import Secret as Secret
 from ._model import ThinkingLevel as ThinkingLevel
+from ._model import base_url_from_env as base_url_from_env
 from ._scripted import ScriptedBlock as ScriptedBlock
 from ._scripted import ScriptedCall as ScriptedCall
 from ._scripted import ScriptedProvider as ScriptedProvider
@@ -56,6 +59,8 @@ if TYPE_CHECKING:
     from ._retry import parse_retry_after as parse_retry_after
 
 __all__ = [
+    "DEFAULT_ANTHROPIC_URL",
+    "DEFAULT_OPENAI_URL",
     "PRICES_AS_OF",
     "AnthropicProvider",
     "AuthenticationError",
@@ -87,6 +92,7 @@ __all__ = [
     "ServerError",
     "ThinkingLevel",
     "ToolDefinition",
+    "base_url_from_env",
     "call",
     "fail",
     "parse_retry_after",

@@ -12,12 +12,15 @@ import attrs
 from .._types import Usage
 
 __all__ = [
+    "DEFAULT_ANTHROPIC_URL",
+    "DEFAULT_OPENAI_URL",
     "PRICES_AS_OF",
     "Compat",
     "ModelConfig",
     "ModelCost",
     "Secret",
     "ThinkingLevel",
+    "base_url_from_env",
 ]
 
 #: When the preset prices below were read off the providers' pricing pages.
@@ -143,6 +146,33 @@ class Compat:
     tool_result_name: bool = False
 
 
+#: The official APIs' roots, used when neither an argument nor the environment names one.
+DEFAULT_ANTHROPIC_URL = "https://api.anthropic.com"
+DEFAULT_OPENAI_URL = "https://api.openai.com/v1"
+
+
+def base_url_from_env(variable: str, default: str, environ: Mapping[str, str] | None = None) -> str:
+    """The API root named by ``variable`` (``ANTHROPIC_BASE_URL``...), else ``default``.
+
+    As the official SDKs read it: the value is the root that the API's paths
+    follow (``/v1/messages`` for Anthropic, ``/chat/completions`` for OpenAI,
+    whose root ends in ``/v1``), a trailing ``/`` makes no difference, and it
+    is read when the config is made, not when agentloop is imported. One
+    difference: an empty value counts as unset (the SDKs would send every
+    request to a relative URL, and fail).
+
+    >>> base_url_from_env("ANTHROPIC_BASE_URL", DEFAULT_ANTHROPIC_URL, {})
+    'https://api.anthropic.com'
+    >>> gateway = {"ANTHROPIC_BASE_URL": "http://gw:8080/"}
+    >>> base_url_from_env("ANTHROPIC_BASE_URL", DEFAULT_ANTHROPIC_URL, gateway)
+    'http://gw:8080'
+    """
+    value = (os.environ if environ is None else environ).get(variable)
+    if not value:
+        return default
+    return value.rstrip("/") or value
+
+
 def _headers_repr(headers: Mapping[str, str]) -> str:
     return "{" + ", ".join(f"{name!r}: '***'" for name in headers) + "}"
 
@@ -211,6 +241,9 @@ class ModelConfig:
 
         Unknown ids are allowed (new models): they get a 200K window, 32K output,
         no prices, and adaptive thinking unless the id looks like a pre-4.6 model.
+        The API's root is ``base_url=`` when given, else ``ANTHROPIC_BASE_URL``
+        when set (read now; see :func:`base_url_from_env`), else
+        ``https://api.anthropic.com``.
         """
         preset = _ANTHROPIC.get(id)
         if preset is None:
@@ -224,7 +257,7 @@ class ModelConfig:
             id=id,
             api="anthropic",
             provider="anthropic",
-            base_url="https://api.anthropic.com",
+            base_url=base_url_from_env("ANTHROPIC_BASE_URL", DEFAULT_ANTHROPIC_URL),
             api_key=api_key,
             api_key_env="ANTHROPIC_API_KEY",
             **preset,
@@ -238,14 +271,16 @@ class ModelConfig:
         """A model on OpenAI's API; known ids get their limits and prices.
 
         OpenAI's own API gets the ``developer`` role, ``max_completion_tokens``
-        and ``reasoning_effort``.
+        and ``reasoning_effort``. The API's root is ``base_url=`` when given,
+        else ``OPENAI_BASE_URL`` when set (read now; see
+        :func:`base_url_from_env`), else ``https://api.openai.com/v1``.
         """
         preset = _OPENAI.get(id, {"context_window": 128_000, "max_tokens": 16_384})
         config = cls(
             id=id,
             api="openai",
             provider="openai",
-            base_url="https://api.openai.com/v1",
+            base_url=base_url_from_env("OPENAI_BASE_URL", DEFAULT_OPENAI_URL),
             api_key=api_key,
             api_key_env="OPENAI_API_KEY",
             compat=Compat(
@@ -267,7 +302,8 @@ class ModelConfig:
         to reason (``compat.reasoning_effort``) unless its id names one that
         cannot (``gpt-4...``, ``gpt-3.5...``, ``chatgpt-...``, ``...-chat...``):
         a model that cannot reason refuses the reasoning fields. Another server
-        that speaks the Responses API is a ``base_url=`` (and ``provider=``) away.
+        that speaks the Responses API is a ``base_url=`` (and ``provider=``) away;
+        without one, ``OPENAI_BASE_URL`` is honoured as by :meth:`openai`.
         """
         config = cls.openai(id, api_key=api_key)  # the same server, limits and prices
         return attrs.evolve(

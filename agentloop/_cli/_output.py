@@ -1,0 +1,117 @@
+"""What a one-prompt run prints for scripts: ``--output-format json`` or ``stream-json``.
+
+``stream-json`` writes every event as one line of JSON, as it happens, in
+:mod:`agentloop.serialization`'s format (the line's ``"type"`` is the event's
+class name); ``json`` writes one object when the run is over. Either way
+nothing else goes to standard output: the notes, warnings and errors go to
+standard error.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, TextIO
+
+from .. import _events as ev
+from .._types import AssistantMessage
+from ._settings import OutputFormat
+
+__all__ = ["EXIT_STATUS", "JsonOutput", "exit_status"]
+
+#: The exit status of a run that ended so (``AgentEnd.stop_reason.kind``).
+EXIT_STATUS: dict[ev.StopKind, int] = {
+    ev.StopKind.COMPLETED: 0,
+    ev.StopKind.ERROR: 1,
+    ev.StopKind.OUTPUT_FAILED: 1,
+    ev.StopKind.VETOED: 1,
+    ev.StopKind.MAX_TURNS: 3,
+    ev.StopKind.MAX_TOKENS: 3,
+    ev.StopKind.MAX_DURATION: 3,
+    ev.StopKind.MAX_COST: 3,
+    ev.StopKind.MAX_REQUESTS: 3,
+    ev.StopKind.DEADLINE: 3,
+    ev.StopKind.ABORTED: 130,
+}
+
+
+def exit_status(stop: ev.AgentStop) -> int:
+    """The exit status of a run that ended with ``stop`` (see :data:`EXIT_STATUS`)."""
+    return EXIT_STATUS.get(stop.kind, 1)
+
+
+class JsonOutput:
+    """The run on standard output as JSON; see the module docstring.
+
+    Args:
+        format: ``"json"`` or ``"stream-json"``.
+        file: Standard output.
+    """
+
+    def __init__(self, format: OutputFormat, file: TextIO) -> None:
+        if format not in ("json", "stream-json"):
+            raise ValueError(f"not a JSON output format: {format!r}")
+        self.format = format
+        self.file = file
+        self.end: ev.AgentEnd | None = None
+        self.turns = 0
+        self._loop_id: str | None = None  # the run's own loop (not a sub-agent's)
+        self._broken = False
+
+    def _write(self, line: str) -> None:
+        if self._broken:
+            return
+        try:
+            self.file.write(line + "\n")
+            self.file.flush()
+        except (BrokenPipeError, ValueError):  # the reader went away (| head -1)
+            self._broken = True
+
+    def event(self, event: ev.AgentEvent) -> None:
+        """One event of the run: written now (``stream-json``), or counted."""
+        from ..serialization import to_json
+
+        if isinstance(event, ev.AgentStart) and self._loop_id is None:
+            self._loop_id = event.loop_id
+        elif isinstance(event, ev.TurnStart) and event.loop_id == self._loop_id:
+            self.turns += 1
+        elif isinstance(event, ev.AgentEnd) and event.loop_id == self._loop_id:
+            self.end = event
+        if self.format == "stream-json":
+            self._write(to_json(event))
+
+    def result(
+        self, *, status: int, session_id: str | None, model: str, failure: str | None = None
+    ) -> dict[str, Any]:
+        """The ``json`` object of the finished run (``failure``: why it has no ``AgentEnd``)."""
+        from ..serialization import to_dict
+
+        end = self.end
+        text = ""
+        if end is not None:
+            replies = [m for m in end.messages if isinstance(m, AssistantMessage)]
+            text = replies[-1].text if replies else ""
+            stop = end.stop_reason
+        else:
+            stop = ev.AgentStop(ev.StopKind.ERROR, failure or "the run ended early", error=failure)
+        return {
+            "result": text,
+            "stop_reason": to_dict(stop),
+            "usage": to_dict(end.usage) if end is not None else None,
+            "usage_by_model": (
+                {name: to_dict(usage) for name, usage in end.usage_by_model.items()}
+                if end is not None
+                else {}
+            ),
+            "num_turns": self.turns,
+            "session_id": session_id,
+            "model": model,
+            "exit_status": status,
+        }
+
+    def finish(
+        self, *, status: int, session_id: str | None, model: str, failure: str | None = None
+    ) -> None:
+        """The run is over: with ``json``, write its object (see :meth:`result`)."""
+        if self.format == "json":
+            data = self.result(status=status, session_id=session_id, model=model, failure=failure)
+            self._write(json.dumps(data, sort_keys=True, separators=(",", ":")))

@@ -1,0 +1,169 @@
+"""The terminal agent as an MCP client: servers ask the user, the model, and for the roots.
+
+The real program runs with a real stdio server (tests/mcp_asking_server.py, which asks
+through the 2026-07-28 input-required flow) and the scripted model; stdin is a pipe.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from test_cli import STATUS, run_cli, write_script
+
+ASKING_SERVER = Path(__file__).parent / "mcp_asking_server.py"
+
+
+def mcp_config(tmp_path: Path) -> Path:
+    config = tmp_path / "mcp.json"
+    server = {"command": sys.executable, "args": [str(ASKING_SERVER)]}
+    config.write_text(json.dumps({"mcpServers": {"shop": server}}))
+    return config
+
+
+def calling(name: str, args: dict[str, Any], then: str) -> list[dict[str, Any]]:
+    return [{"text": "On it.", "calls": [{"name": name, "args": args}]}, {"text": then}]
+
+
+def run(tmp_path: Path, script: list[dict[str, Any]], answers: str, *more: str) -> list[str]:
+    path = write_script(tmp_path / "s.json", script)
+    result = run_cli(
+        "--model", f"scripted:{path}", "--mcp-config", str(mcp_config(tmp_path)), *more,
+        "-p", "go", home=tmp_path / "h", cwd=tmp_path, input=answers,
+    )  # fmt: skip
+    assert (result.returncode, result.stderr) == (0, ""), result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[:2] == [f"agentloop: using the scripted model {path}.", ""]
+    assert STATUS.match(lines[-1])
+    return lines[2:-1]
+
+
+def test_a_servers_form_is_asked_field_by_field(tmp_path: Path) -> None:
+    answers = "y\ny\n1 Main St\n500\n2\ny\n\n1 Main St\n\n\n"
+    lines = run(tmp_path, calling("shop__order", {"item": "desk"}, "Ordered."), answers)
+    assert lines == [
+        "On it.",
+        'Allow shop__order(item="desk")? [y/N] y',
+        '→ shop__order(item="desk")',
+        "MCP server 'shop' asks: Where should the desk go?",
+        "Answer? [y/N] y",
+        "  Address: Street and number",
+        "  Address (required): 1 Main St",
+        "  Floor [0]: 500",
+        "    1. normal",
+        "    2. express",
+        "  Speed [normal]: 2",
+        "  that answer does not fit the form:",
+        "    $.floor: 500 is greater than the maximum of 200",
+        "Answer? [y/N] y",
+        "  Address: Street and number",
+        "  Address (required): ",
+        "    an answer is required",
+        "  Address (required): 1 Main St",
+        "  Floor [0]: ",
+        "    1. normal",
+        "    2. express",
+        "  Speed [normal]: ",
+        "✓ shop__order: desk to 1 Main St, floor 0, normal",
+        "Ordered.",
+    ]
+
+
+def test_declining_and_running_out_of_input(tmp_path: Path) -> None:
+    declined = run(tmp_path, calling("shop__order", {"item": "desk"}, "No."), "y\nn\n")
+    assert declined[3:] == [
+        "MCP server 'shop' asks: Where should the desk go?",
+        "Answer? [y/N] n",
+        "  declined",
+        "✓ shop__order: not ordered (decline)",
+        "No.",
+    ]
+    ended = run(tmp_path, calling("shop__order", {"item": "desk"}, "No."), "y\ny\n")
+    assert ended[3:] == [
+        "MCP server 'shop' asks: Where should the desk go?",
+        "Answer? [y/N] y",
+        "  Address: Street and number",
+        "  Address (required): ",
+        "  cancelled (no more input)",
+        "✓ shop__order: not ordered (cancel)",
+        "No.",
+    ]
+
+
+def test_sampling_asks_the_user_first(tmp_path: Path) -> None:
+    script = [
+        *calling("shop__title", {"text": "milk, eggs"}, "Titled.")[:1],
+        {"text": "Groceries"},  # the model answers the server's request
+        {"text": "Titled."},
+    ]
+    lines = run(tmp_path, script, "y\ny\n")
+    assert lines == [
+        "On it.",
+        'Allow shop__title(text="milk, eggs")? [y/N] y',
+        '→ shop__title(text="milk, eggs")',
+        "Allow mcp_sampling(shop)? [y/N] y",
+        "✓ shop__title: title: Groceries",
+        "Titled.",
+    ]
+
+
+def test_a_refused_sampling_request_fails_the_call(tmp_path: Path) -> None:
+    lines = run(tmp_path, calling("shop__title", {"text": "x"}, "Oh."), "y\nn\n")
+    assert lines[3:] == [
+        "Allow mcp_sampling(shop)? [y/N] n",
+        "  not allowed",
+        "✗ shop__title: MCP server 'shop' refused the call to 'title': The user did not "
+        "allow this sampling request: mcp_sampling 'shop' was not approved",
+        "Oh.",
+    ]
+
+
+def test_the_root_is_the_servers_root(tmp_path: Path) -> None:
+    work = tmp_path / "work"
+    work.mkdir()
+    lines = run(tmp_path, calling("shop__roots", {}, "Seen."), "y\n", "-C", str(work))
+    assert lines[3] == f'✓ shop__roots: ["file://{work}"]'
+
+
+async def test_a_server_that_needs_oauth_works_with_no_configuration(tmp_path: Path) -> None:
+    """A URL server answering 401: the browser signs in once, the tokens are kept."""
+    import trio
+    from test_cli import cli_env
+    from test_mcp_oauth import auth_server
+
+    browser_log = tmp_path / "browser.log"
+    env = {
+        **cli_env(tmp_path / "h"),
+        "XDG_CONFIG_HOME": str(tmp_path / "config"),
+        "BROWSER": f"{sys.executable} {Path(__file__).parent / 'fake_browser.py'} %s",
+        "FAKE_BROWSER_LOG": str(browser_log),
+    }
+    script = write_script(tmp_path / "s.json", calling("secure__whoami", {}, "Signed in."))
+    async with auth_server() as server:
+        config = tmp_path / "mcp.json"
+        config.write_text(json.dumps({"mcpServers": {"secure": {"url": server.url}}}))
+        runs = []
+        for _ in range(2):
+            done = await trio.run_process(
+                [sys.executable, "-m", "agentloop", "--model", f"scripted:{script}",
+                 "--mcp-config", str(config), "-p", "who am I"],
+                cwd=tmp_path, env=env, stdin=b"y\n", capture_stdout=True, capture_stderr=True,
+                check=False,
+            )  # fmt: skip
+            runs.append(done)
+    first, second = runs
+    assert (first.returncode, second.returncode) == (0, 0), first.stderr
+    for done in runs:
+        lines = done.stdout.decode().splitlines()
+        assert lines[5] == "✓ secure__whoami: You sent: Bearer ***", lines
+    urls = browser_log.read_text().splitlines()
+    assert len(urls) == 1  # the second run used the kept tokens
+    assert urls[0].startswith(f"{server.base}/authorize?")
+    assert first.stderr.decode().splitlines() == [f"Authorize agentloop in your browser: {urls[0]}"]
+    assert second.stderr == b""
+    store = tmp_path / "config" / "agentloop" / "mcp-oauth"
+    assert oct(store.stat().st_mode & 0o777) == "0o700"
+    assert [oct(f.stat().st_mode & 0o777) for f in store.iterdir()] == ["0o600"]
+    assert [g["grant_type"] for g in server.grants] == ["authorization_code"]

@@ -66,14 +66,15 @@ from mcp.types import (
 from server_common import png_1x1
 
 import agentloop as al
-from agentloop.mcp import StdioServer, open_mcp
-from agentloop.mcp._base import McpRequestError
-from agentloop.mcp._resources import (
+from agentloop.mcp import (
     McpPrompt,
     McpPromptArgument,
+    McpRequestError,
     McpResource,
     McpResourceContents,
     McpResourceTemplate,
+    StdioServer,
+    open_mcp,
 )
 from agentloop.providers import ScriptedProvider, call, reply
 from agentloop.testing import EventRecorder

@@ -59,12 +59,12 @@ if TYPE_CHECKING:
     from ._oauth import OAuth as OAuth
     from ._oauth import authorize_in_browser as authorize_in_browser
     from ._oauth import default_token_store as default_token_store
+    from ._resource_tools import McpResourceTool as McpResourceTool
     from ._resource_values import McpPrompt as McpPrompt
     from ._resource_values import McpPromptArgument as McpPromptArgument
     from ._resource_values import McpResource as McpResource
     from ._resource_values import McpResourceContents as McpResourceContents
     from ._resource_values import McpResourceTemplate as McpResourceTemplate
-    from ._resources import McpResourceTool as McpResourceTool
 
 __all__ = [
     "Elicitation",
@@ -125,7 +125,7 @@ def __getattr__(name: str) -> Any:
     elif name == "McpToolAdapter":
         from ._adapter import McpToolAdapter as value
     elif name == "McpResourceTool":
-        from ._resources import McpResourceTool as value
+        from ._resource_tools import McpResourceTool as value
     elif name in _RESOURCE_VALUES:
         from . import _resource_values
 

@@ -29,19 +29,17 @@ from mcp import Client
 from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-from .._names import model_tool_name
-from .._schedule import Claim
-from .._tool import ToolContext, ToolError, ToolResult, format_duration
+from .._tool import ToolError, format_duration
 from .._types import (
     AssistantMessage,
     Message,
     StopReason,
-    TextContent,
     ToolResultContent,
     UserMessage,
 )
 from .._util import call_hook
 from ._base import McpRequestError
+from ._resource_tools import McpResourceTool, resource_tools_of
 from ._resource_values import (
     McpPrompt,
     McpPromptArgument,
@@ -54,8 +52,6 @@ from ._resource_values import (
     contents,
     prompt_block,
     redacted,
-    resource_line,
-    template_line,
 )
 
 if TYPE_CHECKING:
@@ -572,115 +568,9 @@ class ResourcesMixin:
         client = await self._request("resources/list", None, _itself)
         if client.server_capabilities.resources is None:
             return []
-        prefix = self.prefix if self.prefix is not None else self.name
-        list_name = model_tool_name(prefix, "list_resources")
-        read_name = model_tool_name(prefix, "read_resource")
-        return [
-            McpResourceTool(
-                self,
-                list_name,
-                "list",
-                f"List {self.name} resources",
-                f"List the resources (documents, files, data) of the MCP server '{self.name}': "
-                f"their URIs, types, names and descriptions, and the URI templates of "
-                f"resources made on demand. Read one with {read_name}.",
-                {"type": "object", "properties": {}, "additionalProperties": False},
-            ),
-            McpResourceTool(
-                self,
-                read_name,
-                "read",
-                f"Read a {self.name} resource",
-                f"Read a resource of the MCP server '{self.name}' by its URI: one that "
-                f"{list_name} lists, or a template's URI with its placeholders filled in.",
-                {
-                    "type": "object",
-                    "properties": {"uri": {"type": "string", "description": "The resource's URI."}},
-                    "required": ["uri"],
-                    "additionalProperties": False,
-                },
-            ),
-        ]
-
-    async def _resource_listing(self) -> str:
-        resources = await self.list_resources()
-        try:
-            templates = await self.list_resource_templates()
-        except McpRequestError as error:
-            if error.code != mcp_types.METHOD_NOT_FOUND:
-                raise
-            templates = []
-        if not resources and not templates:
-            return f"The MCP server '{self.name}' has no resources."
-        lines: list[str] = []
-        if resources:
-            lines.append(f"Resources of the MCP server '{self.name}':")
-            lines += [resource_line(r) for r in resources]
-        if templates:
-            lines.append("Resource templates (fill in the {placeholders} to make a URI):")
-            lines += [template_line(t) for t in templates]
-        return "\n".join(lines)
-
-
-def _uri_subject(params: Mapping[str, Any]) -> tuple[str, str]:
-    return ("uri", str(params.get("uri", "")))
+        return resource_tools_of(self)
 
 
 async def _itself(client: Client) -> Client:
     await trio.lowlevel.checkpoint()
     return client
-
-
-@attrs.frozen(eq=False)
-class McpResourceTool:
-    """``PREFIX__list_resources`` or ``PREFIX__read_resource``: a server's resources, for a model.
-
-    Made by :meth:`ResourcesMixin.resource_tools`. Read-only: a call may run
-    again after a crash (``replay_safe``), and claims the server's key
-    ``"mcp:<name>"`` as read, so it runs beside the server's other read-only
-    calls.
-    """
-
-    connection: ResourcesMixin = attrs.field(repr=False)
-    name: str
-    kind: str  # "list" or "read"
-    label: str = attrs.field(repr=False)
-    description: str = attrs.field(repr=False)
-    parameters_schema: dict[str, Any] = attrs.field(repr=False)
-
-    replay_safe = True
-
-    @property
-    def timeout(self) -> float | None:
-        """Seconds a call may take: the connection's ``call_timeout``."""
-        timeout = self.connection.call_timeout
-        return None if timeout is None or math.isinf(timeout) else timeout
-
-    @property
-    def permission_subject(self) -> Callable[[Mapping[str, Any]], tuple[str, str]] | None:
-        """For ``read_resource``: ``("uri", <the URI>)``, so a rule can name URIs.
-
-        ``Permissions(allow=["docs__read_resource(note://*)"])`` lets the model
-        read notes only. ``list_resources`` has no subject.
-        """
-        return _uri_subject if self.kind == "read" else None
-
-    def resources(self, params: dict[str, Any]) -> Claim:
-        """``Claim(reads={"mcp:<server name>"})``."""
-        return Claim(reads={f"mcp:{self.connection.name}"})
-
-    async def execute(self, params: dict[str, Any], ctx: ToolContext) -> ToolResult:
-        """List the resources, or read the one at ``params["uri"]``.
-
-        Raises:
-            McpRequestError: the server refused (an unknown URI), is
-                unreachable, or timed out.
-        """
-        connection = self.connection
-        if self.kind == "list":
-            text = connection.redactor.text(await connection._resource_listing())
-            return ToolResult(tuple(capped([TextContent(text)], connection.max_result_bytes)))
-        content = await connection.read_resource(str(params["uri"]))
-        if not content:
-            content = [TextContent(f"The resource {params['uri']} is empty.")]
-        return ToolResult(tuple(content))

@@ -12,7 +12,15 @@ nox.options.sessions = ["tests", "lint", "typecheck"]
 
 PYPROJECT = nox.project.load_toml("pyproject.toml")
 PYTHONS = ["3.11", "3.12", "3.13"]
-ONCE = ["test_conformance.py", "test_benchmarks.py", "test_openapi_hostile.py"]
+ONCE = [
+    "test_conformance.py",
+    "test_benchmarks.py",
+    "test_openapi_hostile.py",
+    "test_cli_mcp.py",
+    "test_cli_output.py",
+    "test_cli_sandbox.py",
+    "test_cli_settings.py",
+]
 
 
 @nox.session(python=PYTHONS)
@@ -25,7 +33,9 @@ def tests(session: nox.Session) -> None:
     # Temporal dev server, MCP servers) start once.
     # What does not depend on the interpreter runs once, on the floor version (3.11):
     # the MCP conformance suite (the protocol on the wire), the benchmark scripts'
-    # smoke runs, and the OpenAPI fuzzing (1,200 generated documents).
+    # smoke runs, the OpenAPI fuzzing (1,200 generated documents), and the terminal
+    # program's newer end-to-end runs (each starts Python, the MCP SDK, a server);
+    # test_cli.py still runs the program on every version.
     once = [] if session.python == PYTHONS[0] else [f"--ignore=tests/{name}" for name in ONCE]
     session.run("pytest", "-n", "auto", "--dist", "loadfile", *once, *session.posargs)
 

@@ -57,16 +57,7 @@ from ._resource_values import (
 if TYPE_CHECKING:
     from .._secrets import Redactor
 
-__all__ = [
-    "McpPrompt",
-    "McpPromptArgument",
-    "McpResource",
-    "McpResourceContents",
-    "McpResourceTemplate",
-    "McpResourceTool",
-    "ResourceUpdatedHook",
-    "ResourcesMixin",
-]
+__all__ = ["ResourceUpdatedHook", "ResourcesMixin"]
 
 log = logging.getLogger("agentloop.mcp")
 

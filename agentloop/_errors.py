@@ -15,7 +15,8 @@ class AgentloopError(Exception):
         │   ├── InvalidArgs           the arguments are unusable
         │   ├── ToolNotFound          no tool has that name
         │   ├── ToolCancelled         the call was cancelled
-        │   └── ToolTimeout           the call ran past its timeout
+        │   ├── ToolTimeout           the call ran past its timeout
+        │   └── McpRequestError       an MCP server answered a request with an error
         ├── ProviderError             the model's API failed (agentloop.providers)
         │   ├── RateLimitError        429
         │   ├── OverloadedError       529, "overloaded"
@@ -28,6 +29,7 @@ class AgentloopError(Exception):
         ├── OutputError               a run ended without its structured output
         ├── ScriptExhausted           a ScriptedProvider ran out of turns
         ├── McpConnectionError        an MCP server cannot be reached (also a ConnectionError)
+        │   └── McpAuthError          signing in to it failed (OAuth)
         ├── OpenApiError              an OpenAPI document cannot be used (also a ValueError)
         ├── DeserializationError      JSON is not the value asked for (also a ValueError)
         ├── SessionLockedError        a session is open in another process (agentloop.session)

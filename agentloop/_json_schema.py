@@ -17,6 +17,8 @@ from typing import Annotated, Any, Literal, TypeAlias
 
 import attrs
 
+from ._errors import AgentloopError
+
 __all__ = [
     "NO_DEFAULT",
     "Convert",
@@ -30,9 +32,11 @@ __all__ = [
 Convert: TypeAlias = Callable[[Any], Any]
 
 
-class Unsupported(Exception):
+class Unsupported(AgentloopError, TypeError):
+    """A Python type has no JSON Schema here; ``reason`` (empty, or ``": why"``) says why."""
+
     def __init__(self, tp: object, reason: str = "") -> None:
-        super().__init__(tp, reason)
+        super().__init__(f"{type_name(tp)} has no JSON Schema{reason}")
         self.type = tp
         self.reason = reason
 

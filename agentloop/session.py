@@ -32,7 +32,9 @@ the calls a dead process left open (running again only what is safe to)::
     ...                                        # the process is killed
     session = load_session(path)
     await session.recover(agent)               # after a new SessionRecorder(path)
-    await agent.run_resumed()                  # the model goes on from there
+    async with agent.resume() as events:       # the model goes on from there
+        async for event in events:
+            ...
 """
 
 from __future__ import annotations

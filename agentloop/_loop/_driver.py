@@ -95,6 +95,7 @@ async def run_tool_call(
     on_update: Any = None,
     on_progress: Any = None,
     on_usage: Any = None,
+    on_request: Any = None,
 ) -> tuple[ToolResult, bool]:
     """Run one tool call under trio: ``(result, is_error)``, never an ``Exception``.
 
@@ -106,7 +107,9 @@ async def run_tool_call(
     """
     deadline = math.inf if timeout is None else trio.current_time() + timeout
     scope = trio.CancelScope(deadline=deadline)
-    ctx = ToolContext(call.id, call.name, scope, on_update, on_progress, loop_id, on_usage)
+    ctx = ToolContext(
+        call.id, call.name, scope, on_update, on_progress, loop_id, on_usage, on_request
+    )
     result: ToolResult | None = None
     error: BaseException | None = None
     try:
@@ -524,6 +527,7 @@ class TrioDriver:
                 on_update=reporter.update,
                 on_progress=reporter.progress,
                 on_usage=self.core.count_tool_usage,
+                on_request=self.core.count_tool_request,
             )
         finally:
             if place is not None:

@@ -35,7 +35,14 @@ from ._base import McpAuthError, McpConnectionError
 from ._content import DEFAULT_MAX_RESULT_BYTES
 from ._http import http_transport, server_secrets
 from ._oauth import pausable_deadline
-from ._requests import ElicitationHandler, LogHandler, McpRoot, McpSampling, ServerRequests
+from ._requests import (
+    CallInFlight,
+    ElicitationHandler,
+    LogHandler,
+    McpRoot,
+    McpSampling,
+    ServerRequests,
+)
 from ._resources import ResourcesMixin
 from ._servers import HttpServer, SseServer, StdioServer
 from ._stdio import StdioProcess, stdio_transport
@@ -497,18 +504,25 @@ class McpConnection(ResourcesMixin):
 
         Raises:
             ToolError: the server is unreachable, closed the connection during
-                the call, or refused it (an unknown tool, bad arguments).
+                the call, or refused it (an unknown tool, bad arguments); or it
+                asked for a model reply once the run had reached a limit (the
+                call is then ended: see :class:`McpSampling`).
 
         Cancellation: the SDK tells the server (``notifications/cancelled``).
         """
-        calls = self._requests.calls
-        if context is not None:
-            calls.append(context)
-        try:
+        if context is None:
             return await self._call_tool(tool, arguments, progress)
+        call = CallInFlight(context)
+        calls = self._requests.calls
+        calls.append(call)
+        self._requests.limit_reached = None
+        try:
+            with call.scope:
+                return await self._call_tool(tool, arguments, progress)
         finally:
-            if context is not None:
-                calls.remove(context)
+            calls.remove(call)
+        assert call.ended is not None  # only CallInFlight.end cancels its scope
+        raise ToolError(self.redactor.text(call.ended))
 
     async def _call_tool(
         self, tool: str, arguments: Mapping[str, Any], progress: ProgressSink | None

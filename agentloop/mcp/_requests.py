@@ -43,6 +43,7 @@ if TYPE_CHECKING:
     from ..providers import Provider
 
 __all__ = [
+    "CallInFlight",
     "Elicitation",
     "ElicitationAnswer",
     "ElicitationHandler",
@@ -62,6 +63,8 @@ ELICITATION_ATTEMPTS = 3
 #: The tool name sampling requests are checked under by a :class:`Permissions`.
 SAMPLING_PERMISSION = "mcp_sampling"
 _DEFAULT_SAMPLING_TOKENS = 1024
+#: The most tokens one sampling reply may take unless :attr:`McpSampling.max_tokens` says.
+SAMPLING_MAX_TOKENS = 4096
 
 #: The levels of MCP log messages, least severe first.
 LOG_LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
@@ -189,8 +192,8 @@ class SamplingRequest:
     """A server asks the client's model for a reply (``sampling/createMessage``).
 
     ``messages`` are the server's conversation as agentloop messages;
-    ``max_tokens`` is what the server asked for (capped by
-    :attr:`McpSampling.max_tokens`).
+    ``max_tokens`` is what the server asked for, capped by
+    :attr:`McpSampling.max_tokens`: what the model is asked for.
     """
 
     server: str
@@ -222,11 +225,18 @@ class McpSampling:
             ``"mcp_sampling(weather)"``; ``ask`` rules reach the approver with
             the request's messages in ``arguments``. None: every request runs.
         max_tokens: The most tokens one reply may take, whatever the server
-            asks (None: the server's figure).
+            asks: the model is asked for the smaller of the two (default
+            4096; None: the server's figure).
 
     Tokens spent are counted in the usage of the run whose tool call the
     request came during (the call of this server started first, if several
-    are in flight), and in :attr:`McpConnection.sampling_usage`.
+    are in flight), and in :attr:`McpConnection.sampling_usage`. Each request
+    is checked against that run's limits first, as the run's own model
+    requests are, and counts in its ``max_requests``: once the run has
+    reached a limit, the server's request is refused (an MCP error) and the
+    tool call ends with an error result; the run then stops. A connection
+    answers one sampling request at a time, so each is checked knowing what
+    the one before cost.
 
     Raises:
         ValueError: ``max_tokens`` is not a positive integer.
@@ -234,7 +244,9 @@ class McpSampling:
 
     provider: Provider | Callable[[SamplingRequest], Provider] = attrs.field(kw_only=False)
     permissions: Permissions | None = None
-    max_tokens: int | None = attrs.field(default=None, validator=_check_sampling_tokens)
+    max_tokens: int | None = attrs.field(
+        default=SAMPLING_MAX_TOKENS, validator=_check_sampling_tokens
+    )
 
 
 class _SamplingSubject:
@@ -299,14 +311,36 @@ class McpLogMessage:
 LogHandler: TypeAlias = Callable[[McpLogMessage], Any]
 
 
+class CallInFlight:
+    """A tool call of the connection in flight: the agent's context, and how to end it.
+
+    The connection runs the call in :attr:`scope`; :meth:`end` cancels it, and
+    the call fails with ``why`` (a :class:`~agentloop.ToolError`).
+    """
+
+    __slots__ = ("context", "ended", "limit", "scope")
+
+    def __init__(self, context: ToolContext) -> None:
+        self.context = context
+        self.scope = trio.CancelScope()
+        self.ended: str | None = None
+        self.limit: str | None = None  # the run's limit that ended it
+
+    def end(self, why: str) -> None:
+        """End the call now: it fails with ``why``."""
+        if self.ended is None:
+            self.ended = why
+        self.scope.cancel()
+
+
 # --------------------------------------------------------------------------- the callbacks
 
 
 class ServerRequests:
     """One connection's answers to what its server asks, as the SDK's callbacks.
 
-    ``calls`` are the contexts of the connection's tool calls in flight, oldest
-    first: sampling usage and server logs go to the first.
+    ``calls`` are the connection's tool calls in flight, oldest first: sampling
+    usage and server logs go to the first.
     """
 
     def __init__(
@@ -330,9 +364,13 @@ class ServerRequests:
             None if roots is None else tuple(McpRoot.of(root) for root in roots)
         )
         self.on_log = on_log
-        self.calls: list[ToolContext] = []
+        self.calls: list[CallInFlight] = []
         #: Tokens servers' sampling requests have cost on this connection.
         self.sampling_usage = Usage()
+        self._sampling = trio.Lock()  # one request at a time: each sees what the last cost
+        #: The run's limit that ended the last call it ended; the sampling requests that
+        #: come while no call is in flight are refused with it until the next call starts.
+        self.limit_reached: str | None = None
 
     def client_options(self) -> dict[str, Any]:
         """The keyword arguments of ``mcp.Client`` for what is configured."""
@@ -434,6 +472,34 @@ class ServerRequests:
         request = self._sampling_request(params, sampling)
         if isinstance(request, str):
             return mcp_types.ErrorData(code=mcp_types.INVALID_PARAMS, message=request)
+        call = self.calls[0] if self.calls else None  # the call it came during
+        async with self._sampling:
+            return await self._sample(context, request, sampling, call)
+
+    async def _sample(
+        self,
+        context: Any,
+        request: SamplingRequest,
+        sampling: McpSampling,
+        call: CallInFlight | None,
+    ) -> Any:
+        import mcp_types
+
+        if call is None:
+            limit = self.limit_reached  # one that came after its call was ended
+        else:
+            limit = call.limit or call.context.count_request()
+        if limit is not None:
+            if call is not None and call.limit is None:
+                self.limit_reached = call.limit = limit
+                call.end(
+                    f"MCP server '{self.name}' asked for a model reply after the run reached "
+                    f"its limit ({limit}); the call was ended"
+                )
+            return mcp_types.ErrorData(
+                code=mcp_types.INVALID_REQUEST,
+                message=f"The client's run reached its limit: {limit}",
+            )
         if sampling.permissions is not None:
             refusal = await sampling.permissions.check(
                 _SamplingSubject(self.name),
@@ -454,7 +520,7 @@ class ServerRequests:
         provider = sampling.provider
         if not hasattr(provider, "stream"):
             provider = provider(request)
-        return await self._answer(request, provider)
+        return await self._answer(request, provider, call)
 
     def _sampling_request(self, params: Any, sampling: McpSampling) -> SamplingRequest | str:
         messages: list[Message] = []
@@ -495,7 +561,9 @@ class ServerRequests:
             ),
         )
 
-    async def _answer(self, request: SamplingRequest, provider: Any) -> Any:
+    async def _answer(
+        self, request: SamplingRequest, provider: Any, call: CallInFlight | None
+    ) -> Any:
         import mcp_types
 
         from ..providers import ModelRequest, ProviderError
@@ -517,8 +585,8 @@ class ServerRequests:
                 message=self.redactor.text(f"The client's model failed: {error}"),
             )
         self.sampling_usage += reply.usage
-        if self.calls:
-            self.calls[0].count_usage(reply.usage, reply.model)
+        if call is not None:
+            call.context.count_usage(reply.usage, reply.model)
         text = "".join(b.text for b in reply.content if isinstance(b, TextContent))
         if reply.error_message is not None and not text:
             return mcp_types.ErrorData(
@@ -564,7 +632,7 @@ class ServerRequests:
             where = f"{self.name}/{message.logger}" if message.logger else self.name
             server_log.log(level, "MCP server %r: %s", where, message.text)
         if self.calls:
-            await self.calls[0].progress(f"[{message.level}] {message.text}")
+            await self.calls[0].context.progress(f"[{message.level}] {message.text}")
         if self.on_log is not None:
             try:
                 await call_hook(self.on_log, message)

@@ -316,7 +316,12 @@ class TrioDriver:
             if message.tool_call_id in self._traced_calls:
                 self._traced_calls.discard(message.tool_call_id)
             elif self._tel is not None:
-                self._tel.tool_not_run(message, self._call_of(message.tool_call_id))
+                core = self.core
+                name = message.tool_name
+                known = core.registry.get(name) is not None or (
+                    core.output is not None and core.output.name == name
+                )
+                self._tel.tool_not_run(message, self._call_of(message.tool_call_id), known)
 
     def _call_of(self, call_id: str) -> ToolCall | None:
         turn = self.core.turn
@@ -449,7 +454,8 @@ class TrioDriver:
         provider = self.core.config.provider
         span = self._model_span = tel.model_started(provider, action.request)
         try:
-            message = await provider.stream(action.request, self._on_delta)
+            with _telemetry.reading_response() as response:
+                message = await provider.stream(action.request, self._on_delta)
         except ProviderError as error:
             tel.model_ended(span, None, error)
             return ModelFailed(str(error))
@@ -458,7 +464,7 @@ class TrioDriver:
             raise
         finally:
             self._model_span = None
-        tel.model_ended(span, message, None)
+        tel.model_ended(span, message, None, response)
         return message
 
     def _place(self, state: CallState, entry: ToolEntry) -> _Place | ToolResult | None:

@@ -4,7 +4,9 @@
 
 Its tool ``flood(count)`` asks the client's model for ``count`` replies in turn,
 each with ``max_tokens`` 2**31 - 1, and answers how many came; ``burst(count)``
-sends the ``count`` requests at once. Every event is a line appended to ``LOG``:
+sends the ``count`` requests at once; ``once`` asks once, through a resolver (which
+the SDK serves on every protocol, 2026-07-28's included). Every event of ``flood``
+and ``burst`` is a line appended to ``LOG``:
 ``reply <n>`` for each reply, ``refused <message>`` when the client refuses a
 request (``flood`` then stops asking), ``cancelled`` when the client cancels the
 call. Run it with ``protocol="legacy"``: sampling requests of
@@ -15,11 +17,13 @@ from __future__ import annotations
 
 import sys
 import warnings
+from typing import Annotated
 
 import anyio
 from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.resolve import Resolve, Sample
 from mcp.shared.exceptions import MCPError
-from mcp.types import SamplingMessage, TextContent
+from mcp.types import CreateMessageResult, SamplingMessage, TextContent
 
 server = MCPServer("flood")
 LOG = sys.argv[1] if len(sys.argv) > 1 else "/dev/null"
@@ -73,6 +77,18 @@ async def burst(ctx: Context, count: int = 10) -> str:
         for _ in range(count):
             group.start_soon(ask)
     return f"{replies} replies"
+
+
+def _ask_long() -> Sample:
+    message = SamplingMessage(role="user", content=TextContent(type="text", text="Write."))
+    return Sample([message], max_tokens=MAX_TOKENS)
+
+
+@server.tool()
+async def once(result: Annotated[CreateMessageResult, Resolve(_ask_long)]) -> str:
+    """Ask the client's model once, for as long a reply as a reply can be."""
+    assert result.content.type == "text"
+    return f"the model wrote: {result.content.text}"
 
 
 if __name__ == "__main__":

@@ -54,6 +54,7 @@ from ._loop import (
     VETOED_TEXT,
 )
 from ._tool import ToolResult
+from ._trace_context import Response
 from ._types import (
     AssistantMessage,
     ImageContent,
@@ -183,7 +184,9 @@ class _OtelTelemetry:
         span = handle.span
         if error_type is not None:
             span.set_attribute("error.type", error_type)
-            span.set_status(self._trace.Status(self._trace.StatusCode.ERROR, self._why(error_type, text)))
+            span.set_status(
+                self._trace.Status(self._trace.StatusCode.ERROR, self._why(error_type, text))
+            )
         span.end()
         try:
             self._context.detach(handle.token)
@@ -258,7 +261,7 @@ class _OtelTelemetry:
         handle: _Span,
         message: AssistantMessage | None,
         error: BaseException | None,
-        response: _telemetry.Response | None = None,
+        response: Response | None = None,
     ) -> None:
         span = handle.span
         metric: dict[str, Any] = {

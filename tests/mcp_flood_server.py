@@ -31,7 +31,7 @@ MAX_TOKENS = 2**31 - 1
 
 
 def _note(line: str) -> None:
-    with open(LOG, "a") as log:  # noqa: ASYNC230 - a test server's log line
+    with open(LOG, "a") as log:
         log.write(line + "\n")
 
 

@@ -176,9 +176,15 @@ def openai_reply(delta: dict[str, Any], finish: str) -> Reply:
     """One Chat Completions stream: ``delta``, then the finish reason."""
     chunks = [
         {"id": "r", "model": "local", "choices": [{"index": 0, "delta": delta}]},
-        {"id": "r", "model": "local", "choices": [{"index": 0, "delta": {}, "finish_reason": finish}]},
+        {
+            "id": "r",
+            "model": "local",
+            "choices": [{"index": 0, "delta": {}, "finish_reason": finish}],
+        },
     ]
-    return Reply([f"data: {json.dumps(chunk)}\n\n".encode() for chunk in chunks] + [b"data: [DONE]\n\n"])
+    return Reply(
+        [f"data: {json.dumps(chunk)}\n\n".encode() for chunk in chunks] + [b"data: [DONE]\n\n"]
+    )
 
 
 async def test_a_servers_sampling_request_is_capped(tmp_path: Path) -> None:
@@ -186,19 +192,22 @@ async def test_a_servers_sampling_request_is_capped(tmp_path: Path) -> None:
     config = tmp_path / "mcp.json"
     server = {"command": sys.executable, "args": [str(FLOOD_SERVER)]}
     config.write_text(json.dumps({"mcpServers": {"flood": server}}))
-    call = {"id": "call_1", "type": "function", "function": {"name": "flood__once", "arguments": "{}"}}
+    call = {
+        "id": "call_1",
+        "type": "function",
+        "function": {"name": "flood__once", "arguments": "{}"},
+    }
     replies = [
         openai_reply({"role": "assistant", "tool_calls": [{"index": 0, **call}]}, "tool_calls"),
         openai_reply({"role": "assistant", "content": "A poem."}, "stop"),  # the sampling reply
         openai_reply({"role": "assistant", "content": "Done."}, "stop"),
     ]
     async with serve(*replies) as model:
+        url = f"{model.url}/v1"
+        args = ["--model", "openai:local", "--base-url", url, "--mcp-config", str(config)]
+        home = tmp_path / "h"
         result = await trio.to_thread.run_sync(
-            lambda: run_cli(
-                "--model", "openai:local", "--base-url", f"{model.url}/v1",
-                "--mcp-config", str(config), "-p", "go",
-                home=tmp_path / "h", cwd=tmp_path, input="y\ny\n",
-            )  # fmt: skip
+            lambda: run_cli(*args, "-p", "go", home=home, cwd=tmp_path, input="y\ny\n")
         )
     assert (result.returncode, result.stderr) == (0, ""), result.stderr
     assert "✓ flood__once: the model wrote: A poem." in result.stdout.splitlines()

@@ -326,7 +326,9 @@ async def test_a_burst_of_sampling_requests_is_answered_one_at_a_time(tmp_path: 
             await trio.testing.wait_all_tasks_blocked()
             return await super().stream(request, emit)
 
-    helper = Helper([reply("more", usage=al.Usage(input=20, output=980))] * 10, model="helper-model")
+    helper = Helper(
+        [reply("more", usage=al.Usage(input=20, output=980))] * 10, model="helper-model"
+    )
     main = ScriptedProvider(
         [reply(call("flood__burst", {}), usage=al.Usage(input=90, output=10)), reply("no")],
         model="main-model",

@@ -338,8 +338,14 @@ HUGE = 50 * 1024 * 1024
     ("path", "step"),
     [
         ("/mcp", "reading the MCP server's HTTP 401 answer"),
-        ("/.well-known/oauth-protected-resource/mcp", "discovering the protected resource metadata"),
-        ("/.well-known/oauth-authorization-server", "discovering the authorization server metadata"),
+        (
+            "/.well-known/oauth-protected-resource/mcp",
+            "discovering the protected resource metadata",
+        ),
+        (
+            "/.well-known/oauth-authorization-server",
+            "discovering the authorization server metadata",
+        ),
         ("/register", "registering the client"),
         ("/token", "exchanging the authorization code for a token"),
     ],

@@ -18,6 +18,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import (
     InMemorySpanExporter,
 )
+from sse_server import Reply, serve
 
 import agentloop as al
 import agentloop.otel
@@ -27,14 +28,13 @@ from agentloop.providers import (
     OpenAIProvider,
     OpenAIResponsesProvider,
     ProviderError,
+    RetryConfig,
     ScriptedProvider,
     call,
     fail,
-    RetryConfig,
     reply,
 )
 from agentloop.tools import SubAgentTool
-from sse_server import Reply, serve
 
 FIXTURES = Path(__file__).parent / "fixtures"
 

@@ -28,7 +28,7 @@ from typing import Any
 
 import trio
 
-from .. import _telemetry
+from .. import _telemetry, _trace_context
 from .._context import AgentContext, compact
 from .._events import (
     AgentEvent,
@@ -454,7 +454,7 @@ class TrioDriver:
         provider = self.core.config.provider
         span = self._model_span = tel.model_started(provider, action.request)
         try:
-            with _telemetry.reading_response() as response:
+            with _trace_context.reading_response() as response:
                 message = await provider.stream(action.request, self._on_delta)
         except ProviderError as error:
             tel.model_ended(span, None, error)

@@ -35,15 +35,9 @@ from ._base import McpAuthError, McpConnectionError
 from ._content import DEFAULT_MAX_RESULT_BYTES
 from ._http import http_transport, server_secrets
 from ._oauth import pausable_deadline
-from ._requests import (
-    CallInFlight,
-    ElicitationHandler,
-    LogHandler,
-    McpRoot,
-    McpSampling,
-    ServerRequests,
-)
+from ._requests import ElicitationHandler, LogHandler, McpRoot, McpSampling, ServerRequests
 from ._resources import ResourcesMixin
+from ._sampling import CallInFlight
 from ._servers import HttpServer, SseServer, StdioServer
 from ._stdio import StdioProcess, stdio_transport
 

@@ -39,7 +39,7 @@ import attrs
 import httpx2
 import trio
 
-from .. import _telemetry
+from .. import _trace_context
 from .._check import check_number
 from .._events import StreamDelta, StreamRestart
 from .._tool import format_duration
@@ -447,5 +447,5 @@ class HTTPProvider:
             detail = redact(str(error) or type(error).__name__, secrets)
             raise NetworkError(f"{self.api_name} API connection failed: {detail}") from error
         message = parser.finish()
-        _telemetry.response_read(getattr(parser, "response_id", None))
+        _trace_context.response_read(getattr(parser, "response_id", None))
         return message

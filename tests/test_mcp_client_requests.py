@@ -364,11 +364,14 @@ async def test_sampling_requests_count_in_max_requests() -> None:
         server, prefix="asker", protocol="legacy", sampling=McpSampling(helper)
     ) as connection:
         events = await collect_events(flood_agent(main, connection, max_requests=2), "Go")
+        # A call after that run is not refused for the run's limit.
+        after = await call_text(connection, "summarize", {"text": "x"})
+    assert after == "helper-model: Short."
     end = events[-1]
     assert isinstance(end, al.AgentEnd)
     # The run's request and one sampling request; the second is refused.
     assert end.stop_reason == al.AgentStop(al.StopKind.MAX_REQUESTS, "Max requests reached (2/2)")
-    assert len(helper.requests) == 1
+    assert len(helper.requests) == 2  # the run's one, and the call's after it
     assert [e.result.text_content for e in events if isinstance(e, ToolEnd)] == [
         "MCP server 'asker' asked for a model reply after the run reached its limit "
         "(Max requests reached (2/2)); the call was ended"

@@ -504,12 +504,12 @@ class McpConnection(ResourcesMixin):
 
         Cancellation: the SDK tells the server (``notifications/cancelled``).
         """
+        self._requests.limit_reached = None  # a new call: what ended the last one is past
         if context is None:
             return await self._call_tool(tool, arguments, progress)
         call = CallInFlight(context)
         calls = self._requests.calls
         calls.append(call)
-        self._requests.limit_reached = None
         try:
             with call.scope:
                 return await self._call_tool(tool, arguments, progress)

@@ -2,7 +2,8 @@
 
 The trio driver reads :data:`current` once per run; with tracing off it costs
 one ``is None`` test at each place a span would start. Nothing here imports
-OpenTelemetry.
+OpenTelemetry. What a reply does not carry (the API's id for it) comes through
+:mod:`._trace_context`.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from typing import Any, Protocol
 
 from ._events import AgentStop
 from ._tool import ToolResult
+from ._trace_context import Response
 from ._types import AssistantMessage, ToolCall, ToolResultMessage, Usage
 from .providers import ModelRequest, Provider
 
@@ -29,7 +31,11 @@ class Telemetry(Protocol):
     def model_retried(self, handle: Any, attempt: int, delay: float, error: str) -> None: ...
 
     def model_ended(
-        self, handle: Any, message: AssistantMessage | None, error: BaseException | None
+        self,
+        handle: Any,
+        message: AssistantMessage | None,
+        error: BaseException | None,
+        response: Response | None = None,
     ) -> None: ...
 
     def tool_started(self, call: ToolCall) -> Any: ...
@@ -42,7 +48,9 @@ class Telemetry(Protocol):
         error: BaseException | None,
     ) -> None: ...
 
-    def tool_not_run(self, message: ToolResultMessage, call: ToolCall | None) -> None: ...
+    def tool_not_run(
+        self, message: ToolResultMessage, call: ToolCall | None, known: bool = True
+    ) -> None: ...
 
 
 #: The installed tracer, or None: tracing is off.

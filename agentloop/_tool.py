@@ -66,6 +66,7 @@ class ToolResult:
 UpdateCallback: TypeAlias = Callable[[ToolResult], Awaitable[None]]
 ProgressCallback: TypeAlias = Callable[[str], Awaitable[None]]
 UsageCallback: TypeAlias = Callable[[Usage, str], None]
+RequestCallback: TypeAlias = Callable[[], "str | None"]
 
 
 @attrs.frozen
@@ -90,6 +91,10 @@ class ToolContext:
             the model's name: tokens the tool paid for (an MCP server's
             sampling request, say), added to the run's usage and counted
             against its limits. Use :meth:`count_usage`.
+        on_request: ``None``, or a plain callable taking nothing: a model
+            request the tool is about to make for the run, checked against the
+            run's limits; it returns the limit reached, or ``None``. Use
+            :meth:`count_request`.
     """
 
     tool_call_id: str
@@ -99,6 +104,7 @@ class ToolContext:
     on_progress: ProgressCallback | None = None
     loop_id: str | None = None
     on_usage: UsageCallback | None = None
+    on_request: RequestCallback | None = None
 
     async def update(self, partial: ToolResult) -> None:
         """Report a partial result, if anyone listens. A checkpoint either way."""
@@ -118,10 +124,25 @@ class ToolContext:
         """Add model usage the tool paid for to the run's usage (nothing outside a loop).
 
         The run's ``AgentEnd.usage`` and ``usage_by_model[model]`` include it, and
-        the run's token and cost limits count it before the next model request.
+        the run's token and cost limits count it before the next model request
+        (the run's own, or one a tool makes: see :meth:`count_request`).
         """
         if self.on_usage is not None:
             self.on_usage(usage, model)
+
+    def count_request(self) -> str | None:
+        """Ask before a model request the tool makes for the run (an MCP server's sampling).
+
+        The run's limits (:class:`~agentloop.ExecutionLimits`) are checked
+        as before the run's own model requests. Returns ``None`` when the
+        request may be made; it then counts in ``max_requests``. Returns the
+        limit the run has reached, as a sentence (``"Max tokens reached
+        (2100/2000)"``), when it may not: the tool should not make it, and
+        should end. Outside a loop: ``None``.
+        """
+        if self.on_request is None:
+            return None
+        return self.on_request()
 
 
 @runtime_checkable

@@ -17,10 +17,14 @@ ran (refused, skipped, vetoed) get a span of no length with their outcome. The
 metrics are the conventions' histograms ``gen_ai.client.token.usage`` and
 ``gen_ai.client.operation.duration``.
 
-Message contents (prompts, completions, tool arguments and results) are recorded
-only with ``capture_content=True``; credentials never are: API keys travel in
-headers, which are never recorded, and the tools that hold credentials (MCP,
-OpenAPI) redact them from the results the model (and so the trace) sees.
+Content (prompts, completions, tool arguments and results, and every text that
+may quote them: error texts, the model's name for a tool that does not exist) is
+recorded only with ``capture_content=True``. Without it a failed span's status
+description is its ``error.type`` (``error``, ``timeout``, ``cancelled``,
+``vetoed``, ``RateLimitError``...), never the error's text. Credentials are
+never recorded: API keys travel in headers, which are never recorded, and the
+tools that hold credentials (MCP, OpenAPI) redact them from the results the
+model (and so the trace) sees.
 
 Example::
 
@@ -50,6 +54,7 @@ from ._loop import (
     VETOED_TEXT,
 )
 from ._tool import ToolResult
+from ._trace_context import Response
 from ._types import (
     AssistantMessage,
     ImageContent,
@@ -110,8 +115,9 @@ def instrument(
     ``tracer_provider`` and ``meter_provider`` default to OpenTelemetry's global
     ones. ``capture_content`` records prompts, completions, tool arguments and
     results on the spans (``gen_ai.input.messages``, ``gen_ai.output.messages``,
-    ``gen_ai.tool.call.arguments``, ``gen_ai.tool.call.result``); off by default.
-    Calling it again replaces the settings.
+    ``gen_ai.tool.call.arguments``, ``gen_ai.tool.call.result``), and error texts
+    in status descriptions and retry events; off by default (a failed span then
+    says only its ``error.type``). Calling it again replaces the settings.
 
     Raises:
         ModuleNotFoundError: ``opentelemetry-api`` is not installed (install
@@ -174,16 +180,23 @@ class _OtelTelemetry:
         token = self._context.attach(self._trace.set_span_in_context(span))
         return _Span(span, token, attributes)
 
-    def _close(self, handle: _Span, error_type: str | None, description: str = "") -> None:
+    def _close(self, handle: _Span, error_type: str | None, text: str = "") -> None:
         span = handle.span
         if error_type is not None:
             span.set_attribute("error.type", error_type)
-            span.set_status(self._trace.Status(self._trace.StatusCode.ERROR, description))
+            span.set_status(
+                self._trace.Status(self._trace.StatusCode.ERROR, self._why(error_type, text))
+            )
         span.end()
         try:
             self._context.detach(handle.token)
         except ValueError:  # pragma: no cover - detached in another context
             pass
+
+    def _why(self, error_type: str, text: str) -> str:
+        """A failed span's status description: the error's text only if content is
+        captured (it may quote what the model, a tool or a server wrote), else its type."""
+        return (text or error_type) if self.capture_content else error_type
 
     # ----------------------------------------------------------------- runs
 
@@ -238,13 +251,17 @@ class _OtelTelemetry:
 
     def model_retried(self, handle: _Span, attempt: int, delay: float, error: str) -> None:
         if handle is not None:
-            handle.span.add_event(
-                "gen_ai.request.retry",
-                {"agentloop.attempt": attempt, "agentloop.delay": delay, "error.message": error},
-            )
+            attributes: dict[str, Any] = {"agentloop.attempt": attempt, "agentloop.delay": delay}
+            if self.capture_content:
+                attributes["error.message"] = error
+            handle.span.add_event("gen_ai.request.retry", attributes)
 
     def model_ended(
-        self, handle: _Span, message: AssistantMessage | None, error: BaseException | None
+        self,
+        handle: _Span,
+        message: AssistantMessage | None,
+        error: BaseException | None,
+        response: Response | None = None,
     ) -> None:
         span = handle.span
         metric: dict[str, Any] = {
@@ -252,6 +269,8 @@ class _OtelTelemetry:
         }
         error_type: str | None = None
         if message is not None:
+            if response is not None and response.id:
+                span.set_attribute("gen_ai.response.id", response.id)
             if message.model:
                 span.set_attribute("gen_ai.response.model", message.model)
                 metric["gen_ai.response.model"] = message.model
@@ -276,20 +295,20 @@ class _OtelTelemetry:
         if error_type is not None:
             metric["error.type"] = error_type
         self.duration.record(time.monotonic() - handle.started, metric)
-        description = "" if error is None else str(error)
+        text = "" if error is None else str(error)
         if message is not None and message.error_message:
-            description = message.error_message
-        self._close(handle, error_type, description)
+            text = message.error_message
+        self._close(handle, error_type, text)
 
     # ----------------------------------------------------------------- tool calls
 
-    def _tool_attributes(self, name: str, call_id: str) -> dict[str, Any]:
-        return {
-            "gen_ai.operation.name": "execute_tool",
-            "gen_ai.tool.name": name,
-            "gen_ai.tool.call.id": call_id,
-            "gen_ai.tool.type": "function",
-        }
+    def _tool_attributes(self, name: str | None, call_id: str) -> dict[str, Any]:
+        attributes = {"gen_ai.operation.name": "execute_tool"}
+        if name is not None:
+            attributes["gen_ai.tool.name"] = name
+        attributes["gen_ai.tool.call.id"] = call_id
+        attributes["gen_ai.tool.type"] = "function"
+        return attributes
 
     def tool_started(self, call: ToolCall) -> _Span:
         attributes = self._tool_attributes(call.name, call.id)
@@ -309,17 +328,21 @@ class _OtelTelemetry:
         span = handle.span
         if result is None:
             outcome = "cancelled" if _is_cancelled(error) else "error"
-            description = "" if error is None else str(error) or type(error).__name__
+            text = "" if error is None else str(error) or type(error).__name__
         else:
             outcome = _outcome(result.text_content, is_error)
-            description = result.text_content[:500] if is_error else ""
+            text = result.text_content[:500] if is_error else ""
             if self.capture_content:
                 span.set_attribute("gen_ai.tool.call.result", result.text_content)
         span.set_attribute("agentloop.tool.outcome", outcome)
-        self._close(handle, None if outcome == "ok" else outcome, description)
+        self._close(handle, None if outcome == "ok" else outcome, text)
 
-    def tool_not_run(self, message: ToolResultMessage, call: ToolCall | None) -> None:
-        attributes = self._tool_attributes(message.tool_name, message.tool_call_id)
+    def tool_not_run(
+        self, message: ToolResultMessage, call: ToolCall | None, known: bool = True
+    ) -> None:
+        # A name the model made up (no such tool) is the model's text: content.
+        name = message.tool_name if known or self.capture_content else None
+        attributes = self._tool_attributes(name, message.tool_call_id)
         text = "".join(b.text for b in message.content if isinstance(b, TextContent))
         outcome = NOT_RUN_OUTCOMES.get(text) or _outcome(text, message.is_error)
         attributes["agentloop.tool.outcome"] = outcome
@@ -330,13 +353,15 @@ class _OtelTelemetry:
                 )
             attributes["gen_ai.tool.call.result"] = text
         span = self.tracer.start_span(
-            f"execute_tool {message.tool_name}",
+            "execute_tool" if name is None else f"execute_tool {name}",
             kind=self._trace.SpanKind.INTERNAL,
             attributes=attributes,
         )
         if outcome != "ok":
             span.set_attribute("error.type", outcome)
-            span.set_status(self._trace.Status(self._trace.StatusCode.ERROR, text[:500]))
+            span.set_status(
+                self._trace.Status(self._trace.StatusCode.ERROR, self._why(outcome, text[:500]))
+            )
         span.end()
 
 

@@ -17,6 +17,7 @@ Routes (matched on the raw path, without the query):
 * ``/hang``: never answers; the handler thread sleeps until the client disconnects
   (or an hour passes, then closes the connection). Other requests are unaffected.
 * ``/big/<n>``: 200 ``text/plain``, exactly ``n`` bytes of repeating ``0123456789``.
+* ``/chunked/<n>``: the same body, chunked: no ``Content-Length``.
 * ``/image``: 200 ``image/png``, a valid 1x1 PNG (:data:`PNG_BYTES`).
 * ``/text``: 200 ``text/plain; charset=utf-8``, :data:`TEXT_BODY`.
 * ``/json-array``: 200 ``application/json``, :data:`JSON_ARRAY_BODY`.
@@ -92,6 +93,7 @@ _BIG_PIECE = 64_000  # /big/<n> is written in pieces of this size: a multiple of
 assert _BIG_PIECE % len(BIG_PATTERN) == 0  # every piece starts with "0"
 _STATUS_ROUTE = re.compile(r"/status/([0-9]{3})")
 _BIG_ROUTE = re.compile(r"/big/([0-9]{1,12})")
+_CHUNKED_ROUTE = re.compile(r"/chunked/([0-9]{1,12})")
 _NO_BODY_STATUSES = frozenset({204, 304})
 
 
@@ -247,6 +249,21 @@ class _Handler(BaseHTTPRequestHandler):
             self.wfile.write(piece[:step])
             remaining -= step
 
+    def _send_chunked(self, n: int) -> None:
+        self.send_response(200)
+        self.send_header("Content-Type", "text/plain")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        if self.command == "HEAD":
+            return
+        piece = big_body(_BIG_PIECE)
+        remaining = n
+        while remaining:
+            step = min(remaining, _BIG_PIECE)
+            self.wfile.write(b"%x\r\n%s\r\n" % (step, piece[:step]))
+            remaining -= step
+        self.wfile.write(b"0\r\n\r\n")
+
     def _hang(self) -> None:
         """Answer nothing; return once the client hangs up or :data:`HANG_LIMIT` passes."""
         self.close_connection = True
@@ -294,6 +311,8 @@ class _Handler(BaseHTTPRequestHandler):
             self._hang()
         elif match := _BIG_ROUTE.fullmatch(path):
             self._send_big(int(match.group(1)))
+        elif match := _CHUNKED_ROUTE.fullmatch(path):
+            self._send_chunked(int(match.group(1)))
         elif path == "/image":
             self._send(200, PNG_BYTES, "image/png")
         elif path == "/text":

@@ -152,7 +152,30 @@ def typed() -> al.Agent:
     return al.Agent(ScriptedProvider([typed_step] * 1000), output_type=Verdict)
 
 
+@al.tool(replay_safe=True)
+async def consult(ctx: al.ToolContext) -> str:
+    """Ask another model (paid for by the run, as an MCP server's sampling is)."""
+    await trio.lowlevel.checkpoint()
+    ctx.count_usage(al.Usage(input=300, output=700), "consultant")
+    return "consulted"
+
+
+def consult_step(request: ModelRequest) -> Any:
+    if _results(request) == 0:
+        return reply(call("consult", id="c1"), usage=al.Usage(input=10, output=5))
+    return reply("Consulted.", usage=al.Usage(input=10, output=5))
+
+
+def consulting() -> al.Agent:
+    return al.Agent(
+        ScriptedProvider([consult_step] * 1000),
+        tools=[consult],
+        limits=al.ExecutionLimits(max_total_tokens=1000),
+    )
+
+
 AGENTS = {
+    "consulting": consulting,
     "typed": typed,
     "notes": notes,
     "waiting": waiting,

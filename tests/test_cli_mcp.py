@@ -11,9 +11,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import trio
+from sse_server import Reply, serve
 from test_cli import STATUS, run_cli, write_script
 
 ASKING_SERVER = Path(__file__).parent / "mcp_asking_server.py"
+FLOOD_SERVER = Path(__file__).parent / "mcp_flood_server.py"
 
 
 def mcp_config(tmp_path: Path) -> Path:
@@ -167,3 +170,49 @@ async def test_a_server_that_needs_oauth_works_with_no_configuration(tmp_path: P
     assert oct(store.stat().st_mode & 0o777) == "0o700"
     assert [oct(f.stat().st_mode & 0o777) for f in store.iterdir()] == ["0o600"]
     assert [g["grant_type"] for g in server.grants] == ["authorization_code"]
+
+
+def openai_reply(delta: dict[str, Any], finish: str) -> Reply:
+    """One Chat Completions stream: ``delta``, then the finish reason."""
+    chunks = [
+        {"id": "r", "model": "local", "choices": [{"index": 0, "delta": delta}]},
+        {
+            "id": "r",
+            "model": "local",
+            "choices": [{"index": 0, "delta": {}, "finish_reason": finish}],
+        },
+    ]
+    return Reply(
+        [f"data: {json.dumps(chunk)}\n\n".encode() for chunk in chunks] + [b"data: [DONE]\n\n"]
+    )
+
+
+async def test_a_servers_sampling_request_is_capped(tmp_path: Path) -> None:
+    """A server asks for a reply of 2**31 - 1 tokens: the agent's model is asked for 4096."""
+    config = tmp_path / "mcp.json"
+    server = {"command": sys.executable, "args": [str(FLOOD_SERVER)]}
+    config.write_text(json.dumps({"mcpServers": {"flood": server}}))
+    call = {
+        "id": "call_1",
+        "type": "function",
+        "function": {"name": "flood__once", "arguments": "{}"},
+    }
+    replies = [
+        openai_reply({"role": "assistant", "tool_calls": [{"index": 0, **call}]}, "tool_calls"),
+        openai_reply({"role": "assistant", "content": "A poem."}, "stop"),  # the sampling reply
+        openai_reply({"role": "assistant", "content": "Done."}, "stop"),
+    ]
+    async with serve(*replies) as model:
+        url = f"{model.url}/v1"
+        args = ["--model", "openai:local", "--base-url", url, "--mcp-config", str(config)]
+        home = tmp_path / "h"
+        result = await trio.to_thread.run_sync(
+            lambda: run_cli(*args, "-p", "go", home=home, cwd=tmp_path, input="y\ny\n")
+        )
+    assert (result.returncode, result.stderr) == (0, ""), result.stderr
+    assert "✓ flood__once: the model wrote: A poem." in result.stdout.splitlines()
+    sampled = model.requests[1].json()  # a local server's field is max_tokens
+    assert (sampled["messages"], sampled["max_tokens"]) == (
+        [{"role": "user", "content": "Write."}],
+        4096,
+    )

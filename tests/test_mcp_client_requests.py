@@ -10,12 +10,15 @@ from __future__ import annotations
 
 import json
 import logging
+import sys
 import warnings
+from pathlib import Path
 from typing import Any
 
 import pydantic
 import pytest
 import trio
+import trio.testing
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.types import ModelHint, SamplingMessage, TextContent
 from mcp.types import ModelPreferences as SdkModelPreferences
@@ -36,6 +39,8 @@ from agentloop.mcp import (
 from agentloop.mcp._requests import LOG_LEVELS
 from agentloop.providers import ScriptedProvider, call, reply
 from agentloop.testing import collect_events
+
+ToolEnd = al.ToolExecutionEnd
 
 # Sampling, roots and logging are deprecated in the 2026-07-28 protocol, current before it:
 # the test server's own uses of them warn.
@@ -253,6 +258,133 @@ async def test_max_tokens_caps_what_the_server_asks() -> None:
     async with open_mcp(build_server(), protocol="legacy", sampling=sampling) as server:
         await call_text(server, "summarize", {"text": "x"})
     assert [r.max_tokens for r in helper.requests] == [64]
+
+
+FLOOD_SERVER = Path(__file__).with_name("mcp_flood_server.py")
+LIMIT_TEXT = "Max tokens reached (2100/2000)"
+
+
+def flood_agent(main: ScriptedProvider, server: Any, **limits: Any) -> al.Agent:
+    return al.Agent(main, tools=server.tools, limits=al.ExecutionLimits(**limits))
+
+
+async def test_a_sampling_flood_stops_at_the_runs_token_limit(tmp_path: Path) -> None:
+    """A server asking for reply after reply (each as long as it can be) within one call:
+    the model is asked for the capped length, the request made once the run has reached
+    its limit is refused, the call ends, and the run stops with that limit."""
+    log = tmp_path / "flood.log"
+    helper = ScriptedProvider(
+        [reply("more", usage=al.Usage(input=20, output=980))] * 40, model="helper-model"
+    )
+    main = ScriptedProvider(
+        [reply(call("flood__flood", {}), usage=al.Usage(input=90, output=10)), reply("no")],
+        model="main-model",
+    )
+    flood = StdioServer(sys.executable, [str(FLOOD_SERVER), str(log)])
+    with trio.fail_after(60):
+        async with open_mcp(
+            flood, name="flood", prefix="flood", protocol="legacy", sampling=McpSampling(helper)
+        ) as server:
+            agent = flood_agent(main, server, max_total_tokens=2000)
+            events = await collect_events(agent, "Go")
+    end = events[-1]
+    assert isinstance(end, al.AgentEnd)
+    assert end.stop_reason == al.AgentStop(al.StopKind.MAX_TOKENS, LIMIT_TEXT)
+    assert [(e.result.text_content, e.is_error) for e in events if isinstance(e, ToolEnd)] == [
+        (
+            "MCP server 'flood' asked for a model reply after the run reached its limit "
+            f"({LIMIT_TEXT}); the call was ended",
+            True,
+        )
+    ]
+    assert end.usage_by_model == {
+        "main-model": al.Usage(input=90, output=10),
+        "helper-model": al.Usage(input=40, output=1960),
+    }
+    assert (end.usage.input, end.usage.output) == (130, 1970)
+    assert [r.max_tokens for r in helper.requests] == [4096, 4096]  # not 2**31 - 1
+    assert len(main.requests) == 1
+    last = end.messages[-1]
+    assert isinstance(last, al.UserMessage)
+    assert last.text == f"[Agent stopped: {LIMIT_TEXT}]"
+    lines = log.read_text().splitlines()
+    assert lines[:2] == ["reply 1", "reply 2"]
+    # Then the refusal, or the call's cancellation, whichever reached the server first.
+    assert lines[2:] in (
+        [f"refused The client's run reached its limit: {LIMIT_TEXT}"],
+        ["cancelled"],
+        [],
+    )
+
+
+async def test_a_burst_of_sampling_requests_is_answered_one_at_a_time(tmp_path: Path) -> None:
+    """Ten requests sent at once: each is checked knowing what the one before cost."""
+
+    class Helper(ScriptedProvider):
+        async def stream(self, request: Any, emit: Any) -> al.AssistantMessage:
+            # Let the other requests in while this one is answered, as a real model would.
+            await trio.testing.wait_all_tasks_blocked()
+            return await super().stream(request, emit)
+
+    helper = Helper(
+        [reply("more", usage=al.Usage(input=20, output=980))] * 10, model="helper-model"
+    )
+    main = ScriptedProvider(
+        [reply(call("flood__burst", {}), usage=al.Usage(input=90, output=10)), reply("no")],
+        model="main-model",
+    )
+    flood = StdioServer(sys.executable, [str(FLOOD_SERVER), str(tmp_path / "log")])
+    with trio.fail_after(60):
+        async with open_mcp(
+            flood, name="flood", prefix="flood", protocol="legacy", sampling=McpSampling(helper)
+        ) as server:
+            events = await collect_events(flood_agent(main, server, max_total_tokens=2000), "Go")
+    end = events[-1]
+    assert isinstance(end, al.AgentEnd)
+    assert end.stop_reason == al.AgentStop(al.StopKind.MAX_TOKENS, LIMIT_TEXT)
+    assert len(helper.requests) == 2
+
+
+async def test_sampling_requests_count_in_max_requests() -> None:
+    helper = ScriptedProvider([reply("Short.")] * 3, model="helper-model")
+    main = ScriptedProvider([reply(call("asker__twice", {})), reply("never")])
+    server = build_server()
+
+    @server.tool()
+    async def twice(ctx: Context) -> str:
+        """Ask the client's model twice."""
+        for _ in range(2):
+            await ctx.session.create_message(
+                [SamplingMessage(role="user", content=TextContent(type="text", text="hi"))],
+                max_tokens=10,
+            )
+        return "asked twice"
+
+    async with open_mcp(
+        server, prefix="asker", protocol="legacy", sampling=McpSampling(helper)
+    ) as connection:
+        events = await collect_events(flood_agent(main, connection, max_requests=2), "Go")
+        # A call after that run is not refused for the run's limit.
+        after = await call_text(connection, "summarize", {"text": "x"})
+    assert after == "helper-model: Short."
+    end = events[-1]
+    assert isinstance(end, al.AgentEnd)
+    # The run's request and one sampling request; the second is refused.
+    assert end.stop_reason == al.AgentStop(al.StopKind.MAX_REQUESTS, "Max requests reached (2/2)")
+    assert len(helper.requests) == 2  # the run's one, and the call's after it
+    assert [e.result.text_content for e in events if isinstance(e, ToolEnd)] == [
+        "MCP server 'asker' asked for a model reply after the run reached its limit "
+        "(Max requests reached (2/2)); the call was ended"
+    ]
+
+
+async def test_without_a_run_sampling_is_capped_but_not_limited() -> None:
+    helper = ScriptedProvider([reply("Short.")])
+    async with open_mcp(build_server(), protocol="legacy", sampling=McpSampling(helper)) as c:
+        await call_text(c, "summarize", {"text": "x"})
+    assert [r.max_tokens for r in helper.requests] == [500]  # below the cap: as asked
+    assert McpSampling(helper).max_tokens == 4096
+    assert McpSampling(helper, max_tokens=None).max_tokens is None
 
 
 async def test_permissions_are_asked_before_sampling() -> None:

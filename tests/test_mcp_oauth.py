@@ -19,6 +19,7 @@ import json
 import logging
 import os
 import secrets
+import socket
 import stat
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -68,6 +69,9 @@ class AuthServer:
     grants: list[dict[str, str]] = attrs.Factory(list)  # /token forms (+ "basic": client id)
     registrations: list[dict[str, Any]] = attrs.Factory(list)
     bearers: list[str] = attrs.Factory(list)  # Authorization headers seen at /mcp
+    # path -> (size, with Content-Length): the answer there has a body of that many bytes
+    huge: dict[str, tuple[int, bool]] = attrs.Factory(dict)
+    sent: dict[str, int] = attrs.Factory(dict)  # bytes of a huge body sent, by path
 
     @property
     def base(self) -> str:
@@ -78,7 +82,15 @@ class AuthServer:
         return f"{self.base}/mcp"
 
     def handle(self, method: str, target: str, headers: dict[str, str], body: bytes) -> Any:
-        """``(status, headers, body)`` for one request."""
+        """``(status, headers, body)`` for one request; a huge body is ``Huge``."""
+        status, extra, content = self._handle(method, target, headers, body)
+        path = urlsplit(target).path
+        if path in self.huge:
+            size, with_length = self.huge[path]
+            return status, extra, Huge(path, size, with_length)
+        return status, extra, content
+
+    def _handle(self, method: str, target: str, headers: dict[str, str], body: bytes) -> Any:
         path = urlsplit(target).path
         query = dict(parse_qsl(urlsplit(target).query))
         if method == "GET" and path == "/.well-known/oauth-protected-resource/mcp":
@@ -177,6 +189,36 @@ class AuthServer:
         return _json(200, {"jsonrpc": "2.0", "id": message["id"], "result": result})
 
 
+@attrs.frozen
+class Huge:
+    """A body of ``size`` bytes, sent in pieces until the client stops reading."""
+
+    path: str
+    size: int
+    with_length: bool
+
+
+async def _send_huge(
+    server: AuthServer, stream: trio.SocketStream, connection: h11.Connection, response: Any
+) -> None:
+    """Send a huge answer, counting the bytes of its body that got out, until the client goes."""
+    huge: Huge = response[2]
+    stream.socket.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 64 * 1024)
+    headers = list(response[1])
+    if huge.with_length:
+        headers.append(("Content-Length", str(huge.size)))
+    await stream.send_all(connection.send(h11.Response(status_code=response[0], headers=headers)))
+    piece = b"x" * (64 * 1024)
+    server.sent[huge.path] = 0
+    try:
+        while server.sent[huge.path] < huge.size:
+            await stream.send_all(connection.send(h11.Data(data=piece)))
+            server.sent[huge.path] += len(piece)
+        await stream.send_all(connection.send(h11.EndOfMessage()))
+    except trio.BrokenResourceError:
+        pass
+
+
 def _json(status: int, value: Any, headers: list[tuple[str, str]] | None = None) -> Any:
     return (
         status,
@@ -208,9 +250,11 @@ async def _serve_one(server: AuthServer, stream: trio.SocketStream) -> None:
                     return
             assert request is not None
             headers = {k.decode().lower(): v.decode() for k, v in request.headers}
-            status, extra, content = server.handle(
-                request.method.decode(), request.target.decode(), headers, body
-            )
+            answer = server.handle(request.method.decode(), request.target.decode(), headers, body)
+            if isinstance(answer[2], Huge):
+                await _send_huge(server, stream, connection, answer)
+                return
+            status, extra, content = answer
             response = h11.Response(
                 status_code=status, headers=[*extra, ("Content-Length", str(len(content)))]
             )
@@ -280,6 +324,51 @@ def token_files(store: Path) -> list[Path]:
 
 
 # ------------------------------------------------------------------ the flow, end to end
+
+
+HUGE = 50 * 1024 * 1024
+
+
+# Leaving an httpx2 stream before its end leaves its transport's inner generator to the
+# collector, which warns; the connection is closed all the same.
+@pytest.mark.filterwarnings("ignore:Async generator 'httpcore2:ResourceWarning")
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
+@pytest.mark.parametrize("with_length", [True, False], ids=["content-length", "chunked"])
+@pytest.mark.parametrize(
+    ("path", "step"),
+    [
+        ("/mcp", "reading the MCP server's HTTP 401 answer"),
+        (
+            "/.well-known/oauth-protected-resource/mcp",
+            "discovering the protected resource metadata",
+        ),
+        (
+            "/.well-known/oauth-authorization-server",
+            "discovering the authorization server metadata",
+        ),
+        ("/register", "registering the client"),
+        ("/token", "exchanging the authorization code for a token"),
+    ],
+)
+async def test_a_huge_answer_fails_the_flow_without_being_read(
+    tmp_path: Path, path: str, step: str, with_length: bool
+) -> None:
+    """A 50 MB answer at any step: the flow fails naming the server, the step and the
+    limit, and reads no more than the limit (the server could send only so much)."""
+    async with auth_server(huge={path: (HUGE, with_length)}) as server:
+        oauth = OAuth(token_store=tmp_path, authorize=Consent())
+        with trio.fail_after(30), pytest.raises(McpConnectionError) as raised:
+            async with open_mcp(HttpServer(server.url, oauth=oauth), name="secure"):
+                pass
+    assert type(raised.value) is McpAuthError
+    size = f"{HUGE} bytes, more than" if with_length else "longer than"
+    assert str(raised.value) == (
+        f"OAuth with the MCP server at {server.url} failed while {step}: the answer is "
+        f"{size} the 1 MiB an OAuth answer may be; the rest was not read"
+    )
+    assert (raised.value.server, raised.value.step) == (server.url, step)
+    # Besides what the sockets' buffers took: nothing past the length, the limit otherwise.
+    assert server.sent[path] < (1 if with_length else 3) * 1024 * 1024, server.sent[path]
 
 
 async def test_the_first_connection_authorizes_and_the_next_reuse_the_tokens(

@@ -25,6 +25,7 @@ from sse_server import Reply, serve
 
 import agentloop as al
 from agentloop.openapi import OpenApiConfig, OpenApiError, OpenApiToolAdapter, OperationFilter
+from agentloop.openapi import _adapter as openapi_adapter
 from agentloop.providers import ScriptedProvider, call, reply
 from agentloop.testing import EventRecorder, assert_well_formed
 
@@ -709,6 +710,9 @@ RESPONSES = {
     "/big/{n}": {
         "get": op("big", parameters=[param("n", "path", {"type": "integer"}, required=True)])
     },
+    "/chunked/{n}": {
+        "get": op("chunked", parameters=[param("n", "path", {"type": "integer"}, required=True)])
+    },
     "/image": {"get": op("image")},
     "/text": {"get": op("text")},
     "/json-array": {"get": op("jsonArray")},
@@ -741,13 +745,58 @@ async def test_successful_responses() -> None:
     assert isinstance(image.content[1], al.ImageContent)
     assert image.content[1].mime_type == "image/png"
     assert image.text_content.startswith("[image: image/png, ")
-    assert (
-        big.text_content
-        == "0123456789" * 100 + "\n… [truncated: the response is longer than 1000 bytes]"
+    assert big.text_content == (
+        "0123456789" * 100 + "\n… [truncated: the response is 2500 bytes, cut off at 1000]"
     )
     assert big.details is not None
     assert big.details["truncated"] is True
     assert exact.text_content == "0123456789" * 100
+
+
+MIB = 1024 * 1024
+
+
+# A body past the drain limit is left before its end: the transport's inner generator is
+# left to the collector, which warns.
+@pytest.mark.filterwarnings("ignore:Async generator 'httpcore2:ResourceWarning")
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
+async def test_a_cut_response_says_how_long_it_was() -> None:
+    """The whole size, counted or as the server said it; "more than" only when neither."""
+    with trio.fail_after(BOUND):
+        async with serve_openapi_echo() as base:
+            tools = await response_tools(base, max_response_bytes=1000)
+            sizes = [
+                (await tools[name].execute({"n": n}, ctx())).text_content.rpartition("[")[2]
+                for name, n in [
+                    ("big", 10 * MIB),  # Content-Length, and read to its end
+                    ("chunked", 10 * MIB),  # counted to its end
+                    ("big", 20 * MIB),  # past the drain limit: Content-Length says
+                    ("chunked", 20 * MIB),  # past the drain limit, no length: unknown
+                ]
+            ]
+    assert sizes == [
+        "truncated: the response is 10485760 bytes, cut off at 1000]",
+        "truncated: the response is 10485760 bytes, cut off at 1000]",
+        "truncated: the response is 20971520 bytes, cut off at 1000]",
+        "truncated: the response is more than 16777216 bytes, cut off at 1000]",
+    ]
+
+
+@pytest.mark.filterwarnings("ignore:Async generator 'httpcore2:ResourceWarning")
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
+async def test_from_url_reads_at_most_the_document_limit(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(openapi_adapter, "MAX_DOCUMENT_BYTES", MIB)
+    with trio.fail_after(BOUND):
+        async with serve_openapi_echo() as base:
+            errors = []
+            for route in ("big", "chunked"):
+                with pytest.raises(OpenApiError) as info:
+                    await OpenApiToolAdapter.from_url(f"{base}/{route}/{50 * MIB}")
+                errors.append(str(info.value))
+    assert errors == [
+        f"cannot fetch {base}/big/{50 * MIB}: the document is longer than 1 MiB (52428800 bytes)",
+        f"cannot fetch {base}/chunked/{50 * MIB}: the document is longer than 1 MiB",
+    ]
 
 
 async def test_error_statuses_are_error_results_with_the_start_of_the_body() -> None:

@@ -318,7 +318,7 @@ async def test_a_cut_body_never_splits_a_character_and_says_it_was_cut() -> None
         result = await tool.execute({}, ctx())
     # 12 bytes end inside the 3-byte '✓': the part of it that came is not shown.
     assert result.text_content == (
-        "plain text \n… [truncated: the response is longer than 12 bytes]"
+        "plain text \n… [truncated: the response is 14 bytes, cut off at 12]"
     )
     assert result.details is not None
     assert result.details["truncated"] is True

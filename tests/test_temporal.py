@@ -300,6 +300,25 @@ def test_structured_output_in_a_workflow(workers: Workers) -> None:
     assert typed.stop == al.AgentStop(al.StopKind.COMPLETED, "")
 
 
+def test_what_a_tool_pays_for_counts_in_the_run_and_its_limits(workers: Workers) -> None:
+    """A tool's model usage (an MCP server's sampling, say) is the run's on Temporal too."""
+    workers.start()
+
+    async def main(client: Client) -> Any:
+        handle = await temporal.start_run(
+            client, "consulting", "Ask.", id=f"consult-{uuid.uuid4()}", task_queue=workers.queue
+        )
+        return await temporal.run_result(handle)
+
+    result = run(main, workers.address)
+    assert result.stop == al.AgentStop(al.StopKind.MAX_TOKENS, "Max tokens reached (1015/1000)")
+    assert (result.usage.input, result.usage.output) == (310, 705)
+    assert texts(result.messages)[-2:] == [
+        ("result:ok", "c1=consulted"),
+        ("user", "[Agent stopped: Max tokens reached (1015/1000)]"),
+    ]
+
+
 def test_an_agent_with_hooks_is_refused_by_name(workers: Workers) -> None:
     """Hooks and approvers would run inside the deterministic workflow: refused, not dropped."""
     workers.start()

@@ -226,7 +226,8 @@ async def mcp_tools(
         raise SetupError(f"{what}: {error}") from error
     if sampling is not None:
         provider, permissions = sampling
-        client["sampling"] = McpSampling(provider, permissions=permissions)
+        # A server's max_tokens is capped: a reply costs at most this (each asked first).
+        client["sampling"] = McpSampling(provider, permissions=permissions, max_tokens=4096)
     try:
         with_oauth = await trio.to_thread.run_sync(oauth_by_default, config)
         servers = await stack.enter_async_context(

@@ -74,6 +74,11 @@ class ExecutionLimits:
     input plus output of each turn that did not fail; ``max_requests`` counts
     the run's model requests (not the summaries compaction asks for);
     ``max_cost`` needs the model's prices (``ModelConfig.cost``).
+
+    The model requests tools make for the run (an MCP server's sampling, see
+    :meth:`ToolContext.count_request`) count too, and are checked the same
+    way, during the call: once a limit is reached, such a request is refused
+    and the call ends; the run then stops as above.
     """
 
     max_turns: int | None = attrs.field(default=50, validator=_optional_positive)

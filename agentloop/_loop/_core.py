@@ -591,6 +591,19 @@ class LoopCore:
         by_model[model] = by_model.get(model, ZERO_USAGE) + usage
         self._tokens_used += usage.input + usage.output
 
+    def count_tool_request(self) -> str | None:
+        """A model request a tool is about to make for the run (``ToolContext.count_request``).
+
+        Limits are checked before every model request, the run's own and its
+        tools': once one is reached, its sentence (the request must not be
+        made); else None, and the request counts in ``max_requests``.
+        """
+        limit = self._limit()
+        if limit is not None:
+            return limit.message
+        self._requests += 1
+        return None
+
     def _count_usage(self, assistant: AssistantMessage) -> None:
         self.usage += assistant.usage
         by_model = self._usage_by_model

@@ -28,7 +28,7 @@ from typing import Any
 
 import trio
 
-from .. import _telemetry
+from .. import _telemetry, _trace_context
 from .._context import AgentContext, compact
 from .._events import (
     AgentEvent,
@@ -95,6 +95,7 @@ async def run_tool_call(
     on_update: Any = None,
     on_progress: Any = None,
     on_usage: Any = None,
+    on_request: Any = None,
 ) -> tuple[ToolResult, bool]:
     """Run one tool call under trio: ``(result, is_error)``, never an ``Exception``.
 
@@ -106,7 +107,9 @@ async def run_tool_call(
     """
     deadline = math.inf if timeout is None else trio.current_time() + timeout
     scope = trio.CancelScope(deadline=deadline)
-    ctx = ToolContext(call.id, call.name, scope, on_update, on_progress, loop_id, on_usage)
+    ctx = ToolContext(
+        call.id, call.name, scope, on_update, on_progress, loop_id, on_usage, on_request
+    )
     result: ToolResult | None = None
     error: BaseException | None = None
     try:
@@ -313,7 +316,12 @@ class TrioDriver:
             if message.tool_call_id in self._traced_calls:
                 self._traced_calls.discard(message.tool_call_id)
             elif self._tel is not None:
-                self._tel.tool_not_run(message, self._call_of(message.tool_call_id))
+                core = self.core
+                name = message.tool_name
+                known = core.registry.get(name) is not None or (
+                    core.output is not None and core.output.name == name
+                )
+                self._tel.tool_not_run(message, self._call_of(message.tool_call_id), known)
 
     def _call_of(self, call_id: str) -> ToolCall | None:
         turn = self.core.turn
@@ -446,7 +454,8 @@ class TrioDriver:
         provider = self.core.config.provider
         span = self._model_span = tel.model_started(provider, action.request)
         try:
-            message = await provider.stream(action.request, self._on_delta)
+            with _trace_context.reading_response() as response:
+                message = await provider.stream(action.request, self._on_delta)
         except ProviderError as error:
             tel.model_ended(span, None, error)
             return ModelFailed(str(error))
@@ -455,7 +464,7 @@ class TrioDriver:
             raise
         finally:
             self._model_span = None
-        tel.model_ended(span, message, None)
+        tel.model_ended(span, message, None, response)
         return message
 
     def _place(self, state: CallState, entry: ToolEntry) -> _Place | ToolResult | None:
@@ -524,6 +533,7 @@ class TrioDriver:
                 on_update=reporter.update,
                 on_progress=reporter.progress,
                 on_usage=self.core.count_tool_usage,
+                on_request=self.core.count_tool_request,
             )
         finally:
             if place is not None:

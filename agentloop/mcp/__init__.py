@@ -44,9 +44,9 @@ from ._requests import Elicitation as Elicitation
 from ._requests import ElicitationAnswer as ElicitationAnswer
 from ._requests import McpLogMessage as McpLogMessage
 from ._requests import McpRoot as McpRoot
-from ._requests import McpSampling as McpSampling
-from ._requests import ModelPreferences as ModelPreferences
-from ._requests import SamplingRequest as SamplingRequest
+from ._sampling import McpSampling as McpSampling
+from ._sampling import ModelPreferences as ModelPreferences
+from ._sampling import SamplingRequest as SamplingRequest
 from ._servers import HttpServer as HttpServer
 from ._servers import McpServerSpec as McpServerSpec
 from ._servers import SseServer as SseServer

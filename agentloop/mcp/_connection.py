@@ -37,6 +37,7 @@ from ._http import http_transport, server_secrets
 from ._oauth import pausable_deadline
 from ._requests import ElicitationHandler, LogHandler, McpRoot, McpSampling, ServerRequests
 from ._resources import ResourcesMixin
+from ._sampling import CallInFlight
 from ._servers import HttpServer, SseServer, StdioServer
 from ._stdio import StdioProcess, stdio_transport
 
@@ -497,18 +498,25 @@ class McpConnection(ResourcesMixin):
 
         Raises:
             ToolError: the server is unreachable, closed the connection during
-                the call, or refused it (an unknown tool, bad arguments).
+                the call, or refused it (an unknown tool, bad arguments); or it
+                asked for a model reply once the run had reached a limit (the
+                call is then ended: see :class:`McpSampling`).
 
         Cancellation: the SDK tells the server (``notifications/cancelled``).
         """
-        calls = self._requests.calls
-        if context is not None:
-            calls.append(context)
-        try:
+        self._requests.limit_reached = None  # a new call: what ended the last one is past
+        if context is None:
             return await self._call_tool(tool, arguments, progress)
+        call = CallInFlight(context)
+        calls = self._requests.calls
+        calls.append(call)
+        try:
+            with call.scope:
+                return await self._call_tool(tool, arguments, progress)
         finally:
-            if context is not None:
-                calls.remove(context)
+            calls.remove(call)
+        assert call.ended is not None  # only CallInFlight.end cancels its scope
+        raise ToolError(self.redactor.text(call.ended))
 
     async def _call_tool(
         self, tool: str, arguments: Mapping[str, Any], progress: ProgressSink | None

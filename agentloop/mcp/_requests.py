@@ -1,7 +1,7 @@
 """What an MCP server may ask of its client: elicitation, sampling, roots, and its logs.
 
-The values here (:class:`Elicitation`, :class:`ElicitationAnswer`, :class:`McpSampling`,
-:class:`SamplingRequest`, :class:`McpRoot`, :class:`McpLogMessage`) need no MCP SDK;
+The values here (:class:`Elicitation`, :class:`ElicitationAnswer`, :class:`McpRoot`,
+:class:`McpLogMessage`, and :mod:`._sampling`'s) need no MCP SDK;
 :class:`ServerRequests` turns them into the SDK's callbacks for one connection.
 
 A capability is declared to the server only when the application gives what serves
@@ -22,25 +22,22 @@ from urllib.parse import quote, unquote, urlsplit
 import attrs
 import trio
 
-from .._check import check_number
-from .._permissions import Permissions
-from .._types import (
-    AssistantMessage,
-    ImageContent,
-    Message,
-    StopReason,
-    TextContent,
-    Usage,
-    UserMessage,
-)
+from .._types import AssistantMessage, TextContent, Usage
 from .._util import call_hook
+from ._sampling import (
+    SAMPLING_PERMISSION,
+    CallInFlight,
+    SamplingRequest,
+    SamplingSubject,
+    message_text,
+    sampling_request,
+)
+from ._sampling import McpSampling as McpSampling  # re-exported: _open's, the connection's
 
 if TYPE_CHECKING:
     import mcp_types
 
     from .._secrets import Redactor
-    from .._tool import ToolContext
-    from ..providers import Provider
 
 __all__ = [
     "Elicitation",
@@ -48,9 +45,6 @@ __all__ = [
     "ElicitationHandler",
     "McpLogMessage",
     "McpRoot",
-    "McpSampling",
-    "ModelPreferences",
-    "SamplingRequest",
     "ServerRequests",
 ]
 
@@ -59,9 +53,6 @@ server_log = logging.getLogger("agentloop.mcp.server")
 
 #: How many times a handler may answer with content that does not fit the schema.
 ELICITATION_ATTEMPTS = 3
-#: The tool name sampling requests are checked under by a :class:`Permissions`.
-SAMPLING_PERMISSION = "mcp_sampling"
-_DEFAULT_SAMPLING_TOKENS = 1024
 
 #: The levels of MCP log messages, least severe first.
 LOG_LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
@@ -167,86 +158,6 @@ def form_problems(schema: Mapping[str, Any] | None, content: Mapping[str, Any]) 
     return [f"{error.json_path}: {error.message}" for error in errors]
 
 
-# --------------------------------------------------------------------------- sampling
-
-
-@attrs.frozen(kw_only=True)
-class ModelPreferences:
-    """A server's wishes for the model that answers it; advisory (MCP ``modelPreferences``).
-
-    ``hints`` are model-name substrings in order of preference (``"sonnet"``);
-    the priorities are 0..1 or None.
-    """
-
-    hints: tuple[str, ...] = ()
-    cost_priority: float | None = None
-    speed_priority: float | None = None
-    intelligence_priority: float | None = None
-
-
-@attrs.frozen(kw_only=True)
-class SamplingRequest:
-    """A server asks the client's model for a reply (``sampling/createMessage``).
-
-    ``messages`` are the server's conversation as agentloop messages;
-    ``max_tokens`` is what the server asked for (capped by
-    :attr:`McpSampling.max_tokens`).
-    """
-
-    server: str
-    messages: tuple[Message, ...]
-    system_prompt: str | None = None
-    max_tokens: int = _DEFAULT_SAMPLING_TOKENS
-    temperature: float | None = None
-    stop_sequences: tuple[str, ...] = ()
-    preferences: ModelPreferences = attrs.field(factory=ModelPreferences)
-
-
-def _check_sampling_tokens(instance: Any, attribute: Any, value: int | None) -> None:
-    check_number(value, "max_tokens", at_least=1, integer=True, optional=True)
-
-
-@attrs.frozen(kw_only=True)
-class McpSampling:
-    """Lets MCP servers ask a model of the application's choosing for replies.
-
-    Give it to :func:`~agentloop.mcp.open_mcp` as ``sampling=``; without it the
-    client does not declare sampling, and servers cannot ask.
-
-    Args:
-        provider: The model that answers, or a plain function of the
-            :class:`SamplingRequest` choosing one (the server's
-            :class:`ModelPreferences` are on the request).
-        permissions: Asked before each request, as a call of the tool
-            ``"mcp_sampling"`` whose subject is the server's name: rules like
-            ``"mcp_sampling(weather)"``; ``ask`` rules reach the approver with
-            the request's messages in ``arguments``. None: every request runs.
-        max_tokens: The most tokens one reply may take, whatever the server
-            asks (None: the server's figure).
-
-    Tokens spent are counted in the usage of the run whose tool call the
-    request came during (the call of this server started first, if several
-    are in flight), and in :attr:`McpConnection.sampling_usage`.
-
-    Raises:
-        ValueError: ``max_tokens`` is not a positive integer.
-    """
-
-    provider: Provider | Callable[[SamplingRequest], Provider] = attrs.field(kw_only=False)
-    permissions: Permissions | None = None
-    max_tokens: int | None = attrs.field(default=None, validator=_check_sampling_tokens)
-
-
-class _SamplingSubject:
-    """Gives :class:`Permissions` the subject of a sampling request: ``("server", name)``."""
-
-    def __init__(self, server: str) -> None:
-        self._server = server
-
-    def permission_subject(self, params: dict[str, Any]) -> tuple[str, str]:
-        return ("server", self._server)
-
-
 # --------------------------------------------------------------------------- roots and logs
 
 
@@ -305,8 +216,8 @@ LogHandler: TypeAlias = Callable[[McpLogMessage], Any]
 class ServerRequests:
     """One connection's answers to what its server asks, as the SDK's callbacks.
 
-    ``calls`` are the contexts of the connection's tool calls in flight, oldest
-    first: sampling usage and server logs go to the first.
+    ``calls`` are the connection's tool calls in flight, oldest first: sampling
+    usage and server logs go to the first.
     """
 
     def __init__(
@@ -330,9 +241,13 @@ class ServerRequests:
             None if roots is None else tuple(McpRoot.of(root) for root in roots)
         )
         self.on_log = on_log
-        self.calls: list[ToolContext] = []
+        self.calls: list[CallInFlight] = []
         #: Tokens servers' sampling requests have cost on this connection.
         self.sampling_usage = Usage()
+        self._sampling = trio.Lock()  # one request at a time: each sees what the last cost
+        #: The run's limit that ended the last call it ended; the sampling requests that
+        #: come while no call is in flight are refused with it until the next call starts.
+        self.limit_reached: str | None = None
 
     def client_options(self) -> dict[str, Any]:
         """The keyword arguments of ``mcp.Client`` for what is configured."""
@@ -431,17 +346,43 @@ class ServerRequests:
 
         sampling = self.sampling
         assert sampling is not None
-        request = self._sampling_request(params, sampling)
+        request = sampling_request(self.name, params, sampling)
         if isinstance(request, str):
             return mcp_types.ErrorData(code=mcp_types.INVALID_PARAMS, message=request)
+        call = self.calls[0] if self.calls else None  # the call it came during
+        async with self._sampling:
+            return await self._sample(context, request, sampling, call)
+
+    async def _sample(
+        self,
+        context: Any,
+        request: SamplingRequest,
+        sampling: McpSampling,
+        call: CallInFlight | None,
+    ) -> Any:
+        import mcp_types
+
+        # Without a call: one that came after its call was ended, if one was.
+        limit = self.limit_reached if call is None else call.limit or call.context.count_request()
+        if limit is not None:
+            if call is not None and call.limit is None:
+                self.limit_reached = call.limit = limit
+                call.end(
+                    f"MCP server '{self.name}' asked for a model reply after the run reached "
+                    f"its limit ({limit}); the call was ended"
+                )
+            return mcp_types.ErrorData(
+                code=mcp_types.INVALID_REQUEST,
+                message=f"The client's run reached its limit: {limit}",
+            )
         if sampling.permissions is not None:
             refusal = await sampling.permissions.check(
-                _SamplingSubject(self.name),
+                SamplingSubject(self.name),
                 SAMPLING_PERMISSION,
                 str(context.request_id),
                 {
                     "server": self.name,
-                    "messages": [_message_text(m) for m in request.messages],
+                    "messages": [message_text(m) for m in request.messages],
                     "system_prompt": request.system_prompt,
                     "max_tokens": request.max_tokens,
                 },
@@ -454,48 +395,11 @@ class ServerRequests:
         provider = sampling.provider
         if not hasattr(provider, "stream"):
             provider = provider(request)
-        return await self._answer(request, provider)
+        return await self._answer(request, provider, call)
 
-    def _sampling_request(self, params: Any, sampling: McpSampling) -> SamplingRequest | str:
-        messages: list[Message] = []
-        for message in params.messages:
-            blocks = message.content if isinstance(message.content, list) else [message.content]
-            content: list[Any] = []
-            for block in blocks:
-                if block.type == "text":
-                    content.append(TextContent(block.text))
-                elif block.type == "image":
-                    content.append(ImageContent(block.data, block.mime_type))
-                else:
-                    return f"The client cannot send {block.type} content to its model"
-            if message.role == "user":
-                messages.append(UserMessage(tuple(content)))
-            else:
-                texts = tuple(b for b in content if isinstance(b, TextContent))
-                messages.append(AssistantMessage(texts, stop_reason=StopReason.STOP))
-        preferences = params.model_preferences
-        hints: tuple[str, ...] = ()
-        if preferences is not None and preferences.hints:
-            hints = tuple(h.name for h in preferences.hints if h.name)
-        max_tokens = params.max_tokens
-        if sampling.max_tokens is not None:
-            max_tokens = min(max_tokens, sampling.max_tokens)
-        return SamplingRequest(
-            server=self.name,
-            messages=tuple(messages),
-            system_prompt=params.system_prompt,
-            max_tokens=max_tokens,
-            temperature=params.temperature,
-            stop_sequences=tuple(params.stop_sequences or ()),
-            preferences=ModelPreferences(
-                hints=hints,
-                cost_priority=getattr(preferences, "cost_priority", None),
-                speed_priority=getattr(preferences, "speed_priority", None),
-                intelligence_priority=getattr(preferences, "intelligence_priority", None),
-            ),
-        )
-
-    async def _answer(self, request: SamplingRequest, provider: Any) -> Any:
+    async def _answer(
+        self, request: SamplingRequest, provider: Any, call: CallInFlight | None
+    ) -> Any:
         import mcp_types
 
         from ..providers import ModelRequest, ProviderError
@@ -517,8 +421,8 @@ class ServerRequests:
                 message=self.redactor.text(f"The client's model failed: {error}"),
             )
         self.sampling_usage += reply.usage
-        if self.calls:
-            self.calls[0].count_usage(reply.usage, reply.model)
+        if call is not None:
+            call.context.count_usage(reply.usage, reply.model)
         text = "".join(b.text for b in reply.content if isinstance(b, TextContent))
         if reply.error_message is not None and not text:
             return mcp_types.ErrorData(
@@ -564,7 +468,7 @@ class ServerRequests:
             where = f"{self.name}/{message.logger}" if message.logger else self.name
             server_log.log(level, "MCP server %r: %s", where, message.text)
         if self.calls:
-            await self.calls[0].progress(f"[{message.level}] {message.text}")
+            await self.calls[0].context.progress(f"[{message.level}] {message.text}")
         if self.on_log is not None:
             try:
                 await call_hook(self.on_log, message)
@@ -572,9 +476,3 @@ class ServerRequests:
                 log.exception("MCP server %r: on_log failed", self.name)
         else:
             await trio.lowlevel.checkpoint()
-
-
-def _message_text(message: Message) -> dict[str, str]:
-    role = "user" if isinstance(message, UserMessage) else "assistant"
-    parts = [b.text if isinstance(b, TextContent) else "[image]" for b in message.content]
-    return {"role": role, "text": "\n".join(parts)}

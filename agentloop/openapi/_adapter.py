@@ -33,6 +33,8 @@ log = logging.getLogger("agentloop.openapi")
 
 _ERROR_BODY_CHARS = 2000
 _DRAIN_LIMIT = 16 * 1024 * 1024  # past this, a long body is left unread
+#: The most bytes of an OpenAPI document :meth:`OpenApiToolAdapter.from_url` reads.
+MAX_DOCUMENT_BYTES = 64 * 1024 * 1024
 _IMAGE_TYPES = ("image/png", "image/jpeg", "image/gif", "image/webp")
 _READ_METHODS = frozenset({"get", "head"})
 
@@ -168,11 +170,12 @@ class OpenApiToolAdapter:
         """One tool per operation of the OpenAPI document at ``url``.
 
         A relative server URL in it is resolved against ``url``. The request
-        uses ``config.client`` if given, and ``config.timeout``.
+        uses ``config.client`` if given, and ``config.timeout``. At most
+        :data:`MAX_DOCUMENT_BYTES` (64 MiB) of the answer are read.
 
         Raises:
-            OpenApiError: the document cannot be fetched (with the status), or
-                as :meth:`from_str`.
+            OpenApiError: the document cannot be fetched (with the status), is
+                longer than 64 MiB (the rest is not read), or as :meth:`from_str`.
 
         Cancellation: the request is abandoned.
         """
@@ -180,13 +183,14 @@ class OpenApiToolAdapter:
         config = config or OpenApiConfig()
         async with _client(config) as client:
             try:
-                response = await client.get(url, timeout=config.timeout)
+                async with client.stream("GET", url, timeout=config.timeout) as response:
+                    body = await _read_document(response, url)
             except httpx2.HTTPError as error:
                 raise OpenApiError(f"cannot fetch {url}: {_describe(error)}") from error
         if response.status_code >= 400:
             raise OpenApiError(f"cannot fetch {url}: HTTP {response.status_code}")
         source = url_base(str(response.url))
-        document = parse_document(response.content, source)
+        document = parse_document(body, source)
         return cls.from_spec(document, config, filter, source=source)
 
     # ----------------------------------------------------------------- calls
@@ -424,7 +428,12 @@ async def _client(config: OpenApiConfig) -> Any:
 
 
 class _Received:
-    """A response body as it arrives: its first ``limit`` bytes, and why it was cut off."""
+    """A response body as it arrives: its first ``limit`` bytes, and why it was cut off.
+
+    Past the limit the body is counted, not kept, up to :data:`_DRAIN_LIMIT`: the
+    cut-off says the whole size, the counted one, or the server's
+    ``Content-Length``, and ``more than`` the drain limit only when neither is known.
+    """
 
     def __init__(self, limit: int) -> None:
         self.limit = limit
@@ -436,15 +445,46 @@ class _Received:
         # Reading on past the limit (and dropping it) ends the stream cleanly: leaving an
         # httpx2 stream early abandons its inner async generators, which trio warns about.
         # Only a body past _DRAIN_LIMIT is left early; config.timeout bounds the time.
+        whole = True
         async for chunk in response.aiter_bytes():
             room = self.limit - len(self.data)
             if room > 0:
                 self.data += chunk[:room]
             self.size += len(chunk)
-            if self.size > self.limit:
-                self.cut_off = f"the response is longer than {self.limit} bytes"
             if self.size > max(self.limit, _DRAIN_LIMIT):
+                whole = False
                 break
+        if self.size > self.limit:
+            self.cut_off = self._size_note(response, whole=whole)
+
+    def _size_note(self, response: httpx2.Response, *, whole: bool) -> str:
+        """``the response is N bytes, cut off at LIMIT`` (or ``more than N bytes``)."""
+        size = str(self.size)
+        if not whole:  # left at the drain limit
+            length = response.headers.get("content-length", "")
+            encoding = response.headers.get("content-encoding", "identity").lower()
+            if length.isdigit() and encoding == "identity":
+                size = str(int(length))  # the body is as long as the server said
+            else:
+                size = f"more than {max(self.limit, _DRAIN_LIMIT)}"
+        return f"the response is {size} bytes, cut off at {self.limit}"
+
+
+async def _read_document(response: httpx2.Response, url: str) -> bytes:
+    """The body of ``response``, at most :data:`MAX_DOCUMENT_BYTES`; past it, an error
+    (without reading the rest: one the server says is longer is not read at all)."""
+    limit = MAX_DOCUMENT_BYTES
+    length = response.headers.get("content-length", "")
+    encoding = response.headers.get("content-encoding", "identity").lower()
+    too_long = f"cannot fetch {url}: the document is longer than {limit // (1024 * 1024)} MiB"
+    if length.isdigit() and int(length) > limit and encoding == "identity":
+        raise OpenApiError(f"{too_long} ({int(length)} bytes)")
+    body = bytearray()
+    async for chunk in response.aiter_bytes():
+        body += chunk
+        if len(body) > limit:
+            raise OpenApiError(too_long)
+    return bytes(body)
 
 
 def _text(body: bytes, response: httpx2.Response, cut_off: str | None, limit: int) -> str:

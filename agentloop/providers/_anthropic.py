@@ -293,6 +293,7 @@ class _AnthropicStreamParser:
         self._model_id = model.id
         self._stop_reason: str | None = None
         self._done = False
+        self.response_id = ""  # the message's id (message_start)
 
     @property
     def done(self) -> bool:
@@ -316,6 +317,8 @@ class _AnthropicStreamParser:
             if isinstance(message, dict):
                 if isinstance(message.get("model"), str) and message["model"]:
                     self._model_id = message["model"]
+                if isinstance(message.get("id"), str):
+                    self.response_id = message["id"]
                 self._take_usage(message.get("usage"))
         elif kind == "message_delta":
             delta = data.get("delta")

@@ -19,7 +19,8 @@ this module does the rest:
   cancellable wait. Before waiting, a :class:`~agentloop.StreamRestart` delta
   is emitted: whatever the failed attempt streamed is void, and the consumer
   sees the partial message start over. Only the attempt that succeeds returns
-  a message, so only it enters the history.
+  a message, so only it enters the history, and only its response id (a
+  parser's ``response_id``, if it has one) reaches tracing.
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ import attrs
 import httpx2
 import trio
 
+from .. import _trace_context
 from .._check import check_number
 from .._events import StreamDelta, StreamRestart
 from .._tool import format_duration
@@ -444,4 +446,6 @@ class HTTPProvider:
         except httpx2.TransportError as error:
             detail = redact(str(error) or type(error).__name__, secrets)
             raise NetworkError(f"{self.api_name} API connection failed: {detail}") from error
-        return parser.finish()
+        message = parser.finish()
+        _trace_context.response_read(getattr(parser, "response_id", None))
+        return message

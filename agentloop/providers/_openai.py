@@ -472,6 +472,7 @@ class _ChunkParser:
         self._api = api
         self._secrets = secrets
         self._model_id = ""
+        self.response_id = ""  # the completion's id (every chunk carries it)
         self._finish: str | None = None  # the finish_reason, once one arrived
         self._blocks: list[Literal["thinking", "text"] | int] = []  # content order
         self._thinking: list[str] = []  # pieces, joined at the end (no quadratic +=)
@@ -508,6 +509,8 @@ class _ChunkParser:
         model_id = _text(chunk.get("model"))
         if model_id and not self._model_id:
             self._model_id = model_id
+        if not self.response_id:
+            self.response_id = _text(chunk.get("id"))
         usage = chunk.get("usage")
         if not isinstance(usage, Mapping):
             groq = chunk.get("x_groq")

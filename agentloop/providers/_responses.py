@@ -696,6 +696,11 @@ class _ResponsesStreamParser:
             ToolCallDelta(delta=rest, index=item.block, tool_call_id=item.call_id, name=item.name),
         )
 
+    @property
+    def response_id(self) -> str:
+        """The response's id (``response.created``)."""
+        return self._response_id
+
     def _take_response(self, response: object) -> None:
         if type(response) is not dict:
             return

@@ -15,7 +15,7 @@ from temporalio.exceptions import ApplicationError, CancelledError
 from .._events import StreamDelta
 from .._loop import ToolRegistry, run_tool_call
 from .._tool import ToolResult, tool_traits
-from .._types import AssistantMessage, Message, ToolCall
+from .._types import AssistantMessage, Message, ToolCall, Usage
 from .._util import raise_single
 from .._words import plural
 from ..providers import ModelRequest, ProviderError
@@ -116,7 +116,8 @@ def model_activity(
 
 @activity.defn(name="agentloop.tool", no_thread_cancel_exception=True)
 def tool_activity(agent_name: str, call: dict[str, Any], loop_id: str) -> dict[str, Any]:
-    """Run one tool call of the agent; ``{"result": ToolResult, "is_error": bool}`` as JSON.
+    """Run one tool call of the agent; ``{"result": ToolResult, "is_error": bool, "usage":
+    [[model, Usage], ...]}`` as JSON (``usage``: what the tool paid for, ``count_usage``).
 
     A second attempt (the worker running the first died: its heartbeats
     stopped) runs the tool again only if it is ``replay_safe``; any other
@@ -146,12 +147,17 @@ def tool_activity(agent_name: str, call: dict[str, Any], loop_id: str) -> dict[s
     async def progress(text: str) -> None:
         activity.heartbeat(text)
 
+    paid: list[list[Any]] = []  # the workflow counts it in the run when the call ends
+
+    def count(usage: Usage, model: str) -> None:
+        paid.append([model, to_dict(usage)])
+
     async def run() -> tuple[ToolResult, bool] | None:
         outcome: tuple[ToolResult, bool] | None = None
         async with trio.open_nursery() as nursery:
             nursery.start_soon(_heartbeat, nursery.cancel_scope)
             outcome = await run_tool_call(
-                tool, tool_call, timeout, loop_id=loop_id, on_progress=progress
+                tool, tool_call, timeout, loop_id=loop_id, on_progress=progress, on_usage=count
             )
             nursery.cancel_scope.cancel()
         return outcome
@@ -159,7 +165,7 @@ def tool_activity(agent_name: str, call: dict[str, Any], loop_id: str) -> dict[s
     outcome = _trio_run(run)
     if outcome is None or activity.is_cancelled():
         raise CancelledError("the tool call was cancelled")
-    return _answer(*outcome)
+    return {**_answer(*outcome), "usage": paid}
 
 
 _DEFINITIONS: dict[int, tuple[object, tuple[Any, ...]]] = {}

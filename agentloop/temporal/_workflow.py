@@ -325,6 +325,9 @@ class AgentRun:
             )
             result = from_dict(answer["result"], ToolResult)
             assert isinstance(result, ToolResult)
+            # What the tool paid for (sampling): the run's, counted once the call ends.
+            for model, usage in answer.get("usage", ()):
+                core.count_tool_usage(from_dict(usage, Usage), model)
             await self._drive(core, core.call_ended(state, result, bool(answer["is_error"])))
 
         tasks = [asyncio.ensure_future(one(state, limit)) for state, _entry, limit in calls]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import time
@@ -51,13 +52,16 @@ from ._browser import REDIRECT_HOST, authorize_in_browser, free_port, person_wai
 from ._options import OAuth, TokenAuthMethod, store_dir
 from ._store import TokenFile
 
-__all__ = ["oauth_auth"]
+__all__ = ["MAX_ANSWER_BYTES", "oauth_auth"]
 
 log = logging.getLogger("agentloop.mcp")
 
 _REDIRECT_PATH = "/callback"
 _JWT_BEARER = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"
 _EXPIRY_MARGIN = 30.0  # seconds before expiry that a token counts as expired
+#: The most bytes of one answer the flow reads (metadata, registration, token, a 401's
+#: body): past it, the flow fails without reading the rest.
+MAX_ANSWER_BYTES = 1024 * 1024
 
 # ------------------------------------------------------------------ the flow
 
@@ -217,6 +221,71 @@ class _Provider(OAuthClientProvider):
         self._secrets.add(answer["code"])
         return AuthorizationCodeResult(
             code=answer["code"], state=answer.get("state"), iss=answer.get("iss")
+        )
+
+    # -- answers: each read here first, at most MAX_ANSWER_BYTES of it
+
+    async def async_auth_flow(
+        self, request: httpx2.Request
+    ) -> AsyncGenerator[httpx2.Request, httpx2.Response]:
+        """The flow, with every answer it is given read at most :data:`MAX_ANSWER_BYTES`.
+
+        The flow's own requests (metadata, registration, token, and the redirects
+        the SDK follows for them) are read before the flow looks at them; an answer
+        to the request being authorized that leads to another request (a 401) is
+        read before httpx2 reads it for its history. Only the answer the flow
+        ends with, the MCP server's own, streams as it comes.
+        """
+        flow = super().async_auth_flow(request)
+        try:
+            outgoing = await flow.__anext__()
+            while True:
+                response = yield outgoing
+                if outgoing is not request:
+                    await self._read_answer(response)
+                try:
+                    following = await flow.asend(response)
+                except StopAsyncIteration:
+                    return
+                if outgoing is request:
+                    # httpx2 reads it for its history before sending what follows.
+                    step = self._step
+                    self._step = f"reading the MCP server's HTTP {response.status_code} answer"
+                    await self._read_answer(response)
+                    self._step = step
+                outgoing = following
+        finally:
+            await flow.aclose()
+
+    async def _read_answer(self, response: httpx2.Response) -> None:
+        """Read ``response`` into itself (its ``aread`` then returns the body), or fail.
+
+        Raises:
+            McpAuthError: the answer is longer than :data:`MAX_ANSWER_BYTES` (said
+                by its Content-Length, or found while reading: the rest is not read).
+        """
+        if hasattr(response, "_content"):
+            return  # read already
+        limit = MAX_ANSWER_BYTES
+        length = response.headers.get("content-length", "")
+        encoded = response.headers.get("content-encoding", "identity").lower() != "identity"
+        if length.isdigit() and int(length) > limit and not encoded:
+            raise self._too_long(f"{int(length)} bytes")
+        body = bytearray()
+        async with contextlib.aclosing(response.aiter_bytes()) as parts:
+            async for part in parts:
+                body += part
+                if len(body) > limit:
+                    raise self._too_long("longer")
+        response._content = bytes(body)  # what aread() keeps: read once, here
+
+    def _too_long(self, size: str) -> McpAuthError:
+        what = "longer than" if size == "longer" else f"{size}, more than"
+        return self._fail(
+            _Failed(
+                f"the answer is {what} the {MAX_ANSWER_BYTES // 1024 // 1024} MiB an OAuth "
+                "answer may be; the rest was not read"
+            )
         )
 
     # -- requests

@@ -59,7 +59,8 @@ def test_auto_runs_sandboxed_commands_without_asking(tmp_path: Path) -> None:
     tmp, work = tmp_path / "tmp", tmp_path / "work"
     assert lines == [
         "agentloop: commands run in a sandbox: they can write only under the working "
-        f"directory, {tmp} (anything else fails with 'Permission denied').",
+        f"directory, {tmp} (anything else fails with 'Permission denied'). These stay "
+        "read-only: .agentloop, .git/hooks, .git/config, .claude, .vscode, .idea.",
         "",
         "Writing.",
         '→ bash(command="touch inside.txt && touch ../outside/x.txt")',

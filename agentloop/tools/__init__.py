@@ -12,6 +12,7 @@ from ._files import atomic_write as atomic_write
 from ._listing import ListFilesTool as ListFilesTool
 from ._prun import PrunTool as PrunTool
 from ._prun import prun_tools as prun_tools
+from ._sandbox import DEFAULT_PROTECT as DEFAULT_PROTECT
 from ._sandbox import Sandbox as Sandbox
 from ._sandbox import SandboxStatus as SandboxStatus
 from ._sandbox import sandbox_status as sandbox_status
@@ -23,6 +24,7 @@ from ._workspace import Workspace as Workspace
 __all__ = [
     "DEFAULT_DENY",
     "DEFAULT_ENV_DENY",
+    "DEFAULT_PROTECT",
     "SKIP_DIRS",
     "BashTool",
     "EditFileTool",

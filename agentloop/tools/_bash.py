@@ -204,7 +204,7 @@ class BashTool:
         if self.sandbox is None:
             return None
         status = self.sandbox.status()
-        if not status.available:
+        if not status.available or status.gaps:
             warn_unavailable(status)
         return status
 

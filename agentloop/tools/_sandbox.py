@@ -60,6 +60,7 @@ from __future__ import annotations
 import errno
 import logging
 import os
+import subprocess
 import sys
 import tempfile
 from collections.abc import Iterable, Sequence
@@ -68,10 +69,11 @@ from typing import Any, Literal
 
 import attrs
 
-from . import _landlock
+from . import _landlock, _protect, _seccomp
 from ._landlock import FAILURE_CODE, FAILURE_MARK
 
 __all__ = [
+    "DEFAULT_PROTECT",
     "FAILURE_CODE",
     "FAILURE_MARK",
     "SYSTEM_PATHS",
@@ -109,6 +111,23 @@ SYSTEM_PATHS: tuple[str, ...] = (
     "/run/resolvconf",
 )
 
+#: What ``Sandbox.protect`` keeps read-only by default, relative to the root: what
+#: would run later, outside the sandbox, without showing in ``git diff``. The
+#: agent's own settings (``.agentloop``: MCP servers start, permission rules
+#: apply), git's hooks and configuration (git runs what they name: hooks,
+#: ``core.fsmonitor``, ``core.hooksPath``, aliases, filters), and the project
+#: settings of tools that run commands from them (Claude Code's hooks in
+#: ``.claude``; VS Code's ``tasks.json`` tasks run when the folder opens, and its
+#: settings name programs it starts; JetBrains IDEs' startup tasks in ``.idea``).
+DEFAULT_PROTECT: tuple[str, ...] = (
+    ".agentloop",
+    ".git/hooks",
+    ".git/config",
+    ".claude",
+    ".vscode",
+    ".idea",
+)
+
 #: Device files every command may read and write.
 _WRITABLE_DEVICES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/tty")
 #: Device files every command may read.
@@ -134,10 +153,16 @@ class SandboxStatus:
     abi: int
     #: Why the sandbox is unavailable; None when it is available.
     reason: str | None = None
+    #: True when commands see the sandbox's protected paths read-only; False when
+    #: it has none, or when this system cannot (then ``gaps`` says why).
+    protected: bool = False
+    #: What the sandbox was asked for but does not enforce here, a sentence each
+    #: (the commands are still confined by the rest).
+    gaps: tuple[str, ...] = ()
 
     def __str__(self) -> str:
         if self.available:
-            return f"Landlock ABI {self.abi}"
+            return "; ".join([f"Landlock ABI {self.abi}", *self.gaps])
         return f"unavailable: {self.reason}"
 
 
@@ -154,11 +179,17 @@ def _kernel_abi() -> int | OSError:
     return _abi_cache[0]
 
 
-def sandbox_status(*, network: bool = True) -> SandboxStatus:
-    """Whether this system can run sandboxed commands (``network=False``: without network).
+def sandbox_status(*, network: bool = True, protect: bool = False) -> SandboxStatus:
+    """Whether this system can run sandboxed commands (``network=False``: without
+    network; ``protect``: with protected paths kept read-only).
 
     Asks the kernel once per process (``landlock_create_ruleset`` with
-    ``LANDLOCK_CREATE_RULESET_VERSION``), which changes nothing. Never raises.
+    ``LANDLOCK_CREATE_RULESET_VERSION``), which changes nothing. With ``protect``,
+    also tries once per process whether a command can get a mount namespace of its
+    own with a read-only mount in it (it runs the launcher, some 20 ms); if not,
+    the status is available but not ``protected``, and ``gaps`` says why.
+    ``network=False`` on an architecture the seccomp filter does not know is a gap
+    too (only TCP is refused). Never raises.
     """
     abi = _kernel_abi()
     if isinstance(abi, OSError):
@@ -185,7 +216,60 @@ def sandbox_status(*, network: bool = True) -> SandboxStatus:
         return SandboxStatus(
             available=False, abi=abi, reason="no Python interpreter to start the sandbox with"
         )
-    return SandboxStatus(available=True, abi=abi)
+    gaps = []
+    if not network and _seccomp.architecture() is None:
+        gaps.append(
+            "the network is refused over TCP only (UDP and other sockets are not): no "
+            f"seccomp filter for this architecture ({_machine()})"
+        )
+    protected = False
+    if protect:
+        why = _protection_probe()
+        if why is None:
+            protected = True
+        else:
+            gaps.append(f"the protected paths are not read-only: {why}")
+    return SandboxStatus(available=True, abi=abi, protected=protected, gaps=tuple(gaps))
+
+
+def _machine() -> str:
+    return f"{os.uname().machine}, {64 if sys.maxsize > 2**32 else 32}-bit Python"
+
+
+_probe_cache: list[str | None] = []
+
+
+def _protection_probe() -> str | None:
+    """Why protected paths cannot be enforced here; None if they can. Probed once."""
+    if not _probe_cache:
+        _probe_cache.append(_run_probe())
+    return _probe_cache[0]
+
+
+def _run_probe() -> str | None:
+    try:
+        done = subprocess.run(
+            [sys.executable, "-I", "-S", _LAUNCHER, "--probe", _protect.mode()],
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            timeout=30,
+            check=False,
+        )
+    except (OSError, subprocess.SubprocessError) as error:
+        return f"the launcher did not run ({error})"
+    if done.returncode == 0:
+        return None
+    why = failure_message(done.returncode, done.stdout, done.stderr)
+    if why is None:
+        why = done.stderr.decode("utf-8", "replace").strip() or f"exit status {done.returncode}"
+    try:
+        with open("/proc/sys/kernel/apparmor_restrict_unprivileged_userns", "rb") as file:
+            restricted = file.read().strip() == b"1"
+    except OSError:
+        restricted = False
+    if restricted:
+        why += " (AppArmor restricts unprivileged user namespaces here)"
+    return why
 
 
 def _why(error: OSError) -> str:
@@ -202,7 +286,14 @@ _warned: set[str] = set()
 
 
 def warn_unavailable(status: SandboxStatus) -> None:
-    """Log, once per process and reason, that commands will run unsandboxed."""
+    """Log, once per process and reason, that commands will run unsandboxed, or
+    which of the sandbox's parts (``status.gaps``) this system does not enforce."""
+    if status.available:
+        for gap in status.gaps:
+            if gap not in _warned:
+                _warned.add(gap)
+                log.warning("The sandbox is partial here: %s", gap)
+        return
     reason = status.reason or "unknown"
     if reason in _warned:
         return
@@ -217,6 +308,12 @@ def _paths(value: Iterable[str | os.PathLike[str]]) -> tuple[str, ...]:
     if isinstance(value, str | os.PathLike):
         raise TypeError(f"expected a list of paths, got {value!r}")
     return tuple(os.path.abspath(os.path.expanduser(os.fspath(path))) for path in value)
+
+
+def _relative_paths(value: Iterable[str | os.PathLike[str]]) -> tuple[str, ...]:
+    if isinstance(value, str | os.PathLike):
+        raise TypeError(f"expected a list of paths, got {value!r}")
+    return tuple(os.path.normpath(os.path.expanduser(os.fspath(path))) for path in value)
 
 
 def _temp(value: str | os.PathLike[str] | None) -> str | None:
@@ -246,10 +343,20 @@ class Sandbox:
         network: False refuses TCP connections and listening sockets (not UDP).
         temp: The temporary directory commands may write under (and ``TMPDIR``
             for them); None for none but ``/dev/shm``.
+        protect: Paths commands may not change even where they may write
+            (:data:`DEFAULT_PROTECT` by default: ``.agentloop``, ``.git/hooks``,
+            ``.git/config``, ``.claude``, ``.vscode``, ``.idea``); relative ones
+            are relative to the root, ``~`` is expanded. Each that exists when a
+            command starts is mounted read-only over itself in the command's own
+            mount namespace (a write fails with ``EROFS``, "Read-only file
+            system"; moving or removing it, or a directory on the way to it,
+            with ``EBUSY``); one that does not exist yet is not protected. Where
+            this system cannot (no user namespaces), ``status().protected`` is
+            False and ``status().gaps`` says why. ``()`` for none.
 
     Raises:
         ValueError: ``read`` is neither ``"all"`` nor ``"restricted"``.
-        TypeError: ``write`` or ``readable`` is one string instead of a list.
+        TypeError: ``write``, ``readable`` or ``protect`` is one string instead of a list.
     """
 
     write: tuple[str, ...] = attrs.field(default=(), converter=_paths)
@@ -257,10 +364,16 @@ class Sandbox:
     readable: tuple[str, ...] = attrs.field(default=(), converter=_paths)
     network: bool = True
     temp: str | None = attrs.field(factory=tempfile.gettempdir, converter=_temp)
+    protect: tuple[str, ...] = attrs.field(default=DEFAULT_PROTECT, converter=_relative_paths)
 
     def status(self) -> SandboxStatus:
         """Whether commands can be confined this way here (see :func:`sandbox_status`)."""
-        return sandbox_status(network=self.network)
+        return sandbox_status(network=self.network, protect=bool(self.protect))
+
+    def protected_paths(self, root: str | os.PathLike[str]) -> list[str]:
+        """``protect`` as absolute paths for commands run in ``root`` (symlinks kept)."""
+        base = os.path.realpath(root)
+        return [os.path.normpath(os.path.join(base, path)) for path in self.protect]
 
     def rules(
         self, root: str | os.PathLike[str], *, read_only: bool = False
@@ -302,12 +415,22 @@ class Sandbox:
         if not status.available:
             raise RuntimeError(f"the sandbox is {status}")
         abi = status.abi
+        networked = self.network and not read_only
         fs = _landlock.fs_rights(abi)
-        net = 0 if self.network and not read_only else _landlock.net_rights(abi)
+        net = 0 if networked else _landlock.net_rights(abi)
         scoped = _landlock.scopes(abi)
-        if self.network and not read_only:
+        if networked:
             scoped &= ~_landlock.SCOPE_ABSTRACT_UNIX_SOCKET
-        spec = _landlock.launcher_spec(fs, net, scoped, self.rules(root, read_only=read_only))
+        spec = _landlock.launcher_spec(
+            fs,
+            net,
+            scoped,
+            self.rules(root, read_only=read_only),
+            # A read-only command writes nothing: no namespace needed.
+            protect=self.protected_paths(root) if status.protected and not read_only else (),
+            namespace=_protect.mode(),
+            seccomp=not networked and _seccomp.architecture() is not None,
+        )
         return [sys.executable, "-I", "-S", _LAUNCHER, *spec, "--", *argv]
 
     def describe(self) -> str:
@@ -322,7 +445,16 @@ class Sandbox:
             text += ", read only those and the system directories"
         if not self.network:
             text += ", and cannot open network connections"
-        return text + "."
+        text += "."
+        if self.protect:
+            names = ", ".join(self.protect)
+            status = self.status()
+            if status.protected:
+                text += f" These stay read-only: {names}."
+            elif status.available:
+                why = next(gap for gap in status.gaps if "protected" in gap)
+                text += f" ({names} are not kept read-only here: {why.partition(': ')[2]}.)"
+        return text
 
     def _temps(self) -> list[str]:
         return [self.temp, _SHM] if self.temp is not None else [_SHM]

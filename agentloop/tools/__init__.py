@@ -2,10 +2,11 @@
 the prun tools, and sub-agents."""
 
 from ._bash import DEFAULT_DENY as DEFAULT_DENY
-from ._bash import DEFAULT_ENV_DENY as DEFAULT_ENV_DENY
 from ._bash import BashTool as BashTool
 from ._defaults import default_tools as default_tools
 from ._edit import EditFileTool as EditFileTool
+from ._environ import DEFAULT_ENV_DENY as DEFAULT_ENV_DENY
+from ._environ import hide_process_credentials as hide_process_credentials
 from ._files import ReadFileTool as ReadFileTool
 from ._files import WriteFileTool as WriteFileTool
 from ._files import atomic_write as atomic_write
@@ -39,6 +40,7 @@ __all__ = [
     "WriteFileTool",
     "atomic_write",
     "default_tools",
+    "hide_process_credentials",
     "prun_tools",
     "sandbox_status",
 ]

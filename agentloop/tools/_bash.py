@@ -56,7 +56,7 @@ from .._check import number_field
 from .._process import end_group, start
 from .._schedule import NO_CLAIM, Claim
 from .._tool import InvalidArgs, ToolContext, ToolError, ToolResult, format_duration
-from ._environ import filter_environment
+from ._environ import DEFAULT_ENV_DENY, filter_environment
 from ._sandbox import Sandbox, SandboxStatus, as_sandbox, failure_message, warn_unavailable
 from ._workspace import Workspace, as_workspace
 
@@ -77,10 +77,6 @@ DEFAULT_DENY: Mapping[str, str] = {
     # under any function name: f(){ f|f& };f
     "a fork bomb": r"(?P<f>[\w:]+)\s*\(\s*\)\s*\{\s*(?P=f)\s*\|\s*(?P=f)\s*&",
 }
-
-#: Environment variables never passed to commands (glob patterns, case-insensitive), on top
-#: of those whose name or value marks them as credentials.
-DEFAULT_ENV_DENY: tuple[str, ...] = ("*_API_KEY", "*_TOKEN", "*SECRET*", "*PASSWORD*", "AWS_*")
 
 _CHUNK = 65536
 _UPDATE_INTERVAL = 0.1  # seconds between two updates of one stream...

@@ -535,6 +535,8 @@ def test_the_benchmark_runs() -> None:
         expected = [
             "bash -c true (subprocess)",
             "through the launcher",
+            "+ protected paths",
+            *(["+ network off (seccomp)"] if sandbox_status(network=False).available else []),
             "restricted in preexec_fn",
             "BashTool, no sandbox",
             "BashTool, sandboxed",

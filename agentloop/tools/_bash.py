@@ -18,7 +18,8 @@ as they arrive. What it guarantees:
   are a credential (``GITHUB_TOKEN``, ``AWS_SECRET_ACCESS_KEY``,
   ``PGPASSWORD``, ``SSH_AUTH_SOCK``...), whose value looks like one (a URL
   with a password, a ``ghp_``/``sk-`` token), or that match ``env_deny`` are
-  not passed on, unless ``env_allow`` names them (see ``_environ``).
+  not passed on, unless ``env_allow`` names them (see ``_environ``); nor are
+  those :func:`~agentloop.tools.hide_process_credentials` hid.
 - **One at a time.** A command can touch anything, so by default a call runs
   alone: no other tool call in the agent tree runs beside it (its claim is
   ``Claim(exclusive=True)``). ``BashTool(exclusive=False)`` lets commands run
@@ -26,8 +27,9 @@ as they arrive. What it guarantees:
 
 - **Sandboxed, if asked.** ``BashTool(root, sandbox=Sandbox())`` confines each
   command and everything it starts with Linux Landlock: writes only under the
-  root and the temporary directory, reads everywhere or only where allowed,
-  optionally no TCP connections (see ``_sandbox``). Where the kernel cannot, the
+  root and the temporary directory (but for the protected paths, read-only),
+  reads everywhere or only where allowed, optionally no network (see
+  ``_sandbox``). Where the kernel cannot, the
   tool logs a warning once and runs commands unsandboxed, with ``sandboxed``
   False so that permissions ask about them; if confining fails as a command
   starts, the command does not run.

@@ -2,10 +2,10 @@
 
 ``BashTool(root, sandbox=Sandbox())`` runs each command through a small
 launcher (``python -I -S agentloop/tools/_landlock.py ... -- bash -c
-command``) that restricts itself with Landlock and then ``exec``\\ s the shell.
-The restriction is inherited by every child, grandchild and ``exec``, and
-cannot be lifted; it needs no root and no extra program, only a kernel with
-Landlock (ABI 3, Linux 6.2, or later) enabled. What a confined command may do:
+command``) that confines itself and then ``exec``\\ s the shell. The
+restriction is inherited by every child, grandchild and ``exec``, and cannot be
+lifted; it needs no root and no extra program, only a kernel with Landlock
+(ABI 3, Linux 6.2, or later) enabled. What a confined command may do:
 
 - **Write** (create, change, truncate, rename, link, remove) only beneath the
   workspace root, the temporary directory (``Sandbox.temp``, by default
@@ -15,6 +15,15 @@ Landlock (ABI 3, Linux 6.2, or later) enabled. What a confined command may do:
   it: ``..``, symlinks, ``/proc/self/cwd``, hard links to a directory outside
   are all refused. A refused write fails with ``EACCES`` ("Permission
   denied"), which the command reports as it would any other error.
+- **Protected paths** (``Sandbox.protect``, :data:`DEFAULT_PROTECT`: the
+  agent's settings, git's hooks and configuration, other tools' project
+  settings that run commands) stay read-only even beneath the root: the
+  launcher mounts each that exists read-only over itself in a mount namespace
+  of the command's own (see :mod:`._protect`); a write fails with ``EROFS``,
+  moving or removing one (or a directory on the way to it) with ``EBUSY``. One
+  that does not exist when the command starts can be created. Where this system
+  refuses namespaces, commands are still confined by the rest, and the status
+  says the paths are not protected (``protected`` False, ``gaps``).
 - **Read**: ``read="all"`` (the default): every file but the devices in
   ``/dev`` (``null``, ``zero``, ``full``, ``random``, ``urandom`` and ``tty``
   only: no other terminal can be read, so no one's keystrokes). Every directory
@@ -23,26 +32,33 @@ Landlock (ABI 3, Linux 6.2, or later) enabled. What a confined command may do:
   this Python's installation and ``Sandbox.readable``; the rest (``$HOME``!)
   cannot be read nor listed.
 - **Network**: ``network=False`` refuses TCP ``connect`` and ``bind`` (needs
-  ABI 4, Linux 6.7) and, from ABI 6, connecting to abstract unix sockets of
-  processes outside the sandbox. Landlock does **not** cover UDP (so DNS
-  queries still go out, and data can leave over UDP), ICMP, raw sockets, or
-  unix sockets with a path in the file system (which the write rules do not
-  stop: connecting is not writing). It is a guard against a command that
-  downloads or uploads over HTTP, not a firewall.
+  ABI 4, Linux 6.7), from ABI 6 connecting to abstract unix sockets of
+  processes outside the sandbox, and, with a seccomp filter (see
+  :mod:`._seccomp`), every socket but unix and netlink ones (UDP, MPTCP, raw,
+  ICMP, packet sockets, and TCP ones, which could listen without ``bind``),
+  TCP Fast Open and ``io_uring``. Not covered: unix sockets with a path in the
+  file system (the Docker socket, a D-Bus bus: connecting is not writing, and
+  seccomp cannot see the path).
 - **Signals** (ABI 6): a command cannot signal processes outside its sandbox
   (the agent, your editor); its own children, yes.
 - **Devices** (ABI 5): ``ioctl`` on a device file only where writes are
   allowed (no terminal injection with ``TIOCSTI``).
 - ``no_new_privs`` is set: setuid programs (``sudo``, ``su``) do not gain
-  privileges. Other processes are out of reach as Landlock makes them:
-  ``ptrace`` of, and ``/proc/<pid>/environ`` or ``mem`` of, a process outside
-  the sandbox are refused.
+  privileges. Processes outside the sandbox are out of reach as Landlock's
+  ``ptrace`` rule makes them: ``ptrace`` of them, and their
+  ``/proc/<pid>/mem``, ``environ``, ``maps``, ``fd``, ``cwd`` and ``root``, are
+  refused. (Root reads ``environ`` and ``maps`` despite Landlock with
+  ``CAP_SYS_ADMIN`` or ``CAP_PERFMON``: a command run as root keeps only
+  Docker's default capabilities, less ``CAP_MKNOD``.) Their
+  ``/proc/<pid>/cmdline`` is readable by anyone. An *unsandboxed* command of
+  the same user reads the ``environ`` of the user's other processes, the
+  agent's included: :func:`~agentloop.tools.hide_process_credentials` wipes the
+  credentials from the agent's.
 
-Not covered: what is reachable without the file system or TCP (UDP, pathname
-unix sockets such as a Docker or D-Bus socket, shared memory segments), how
-much CPU, memory or disk a command uses, and reading secrets under the root
-itself. Landlock is an allow-list on top of the usual permissions, never
-instead of them: a file that a user cannot write stays so.
+Not covered: pathname unix sockets (above), shared memory segments, how much
+CPU, memory or disk a command uses, and reading secrets under the root itself.
+Landlock is an allow-list on top of the usual permissions, never instead of
+them: a file that a user cannot write stays so.
 
 Where Landlock is missing, disabled, blocked or too old, or on another system
 than Linux, :func:`sandbox_status` says why; the tool logs that once (a
@@ -52,7 +68,8 @@ asks about them. If restricting fails when a command starts, the command does
 not run: the call is an error result (fail closed).
 
 Start-up cost: one Python interpreter start (``-I -S``, no site packages)
-before the shell, some 20 ms; ``benchmarks/sandbox.py`` measures it.
+before the shell, some 20 ms; the namespace, mounts and filter add under a
+millisecond. ``benchmarks/sandbox.py`` measures it.
 """
 
 from __future__ import annotations

@@ -126,9 +126,10 @@ def hide_process_credentials(
     - overwrites with ``*`` each command-line argument that looks like a
       credential (a URL with a password, a known token format; after ``=`` for
       ``--option=value``): ``/proc/<pid>/cmdline``; :data:`sys.argv` keeps it;
-    - from then on withholds the hidden variables from the commands of every
-      ``BashTool`` of this process (:func:`is_secret` says so), whatever their
-      names, unless an ``env_allow`` pattern lets one through.
+    - from then on withholds every variable it was asked to hide (found in that
+      memory or not) from the commands of every ``BashTool`` of this process
+      (:func:`is_secret` says so), whatever its name, unless an ``env_allow``
+      pattern lets it through.
 
     Call it early, once the variables are read, before starting threads that
     read the environment through the C library (``getenv`` racing the change

@@ -1,15 +1,19 @@
 """What the Landlock sandbox costs a command: a sandboxed ``true`` against an unsandboxed one.
 
-The script times, ``--repeat`` times each (the median and the minimum):
+The script times, ``--repeat`` times each, round-robin (the median and the minimum):
 
 1. ``bash -c true`` started with ``subprocess.run``: the floor;
 2. the same through the sandbox's launcher (``python -I -S _landlock.py ... --
-   bash -c true``), which is what ``BashTool(sandbox=...)`` runs;
-3. the same, restricted in a ``preexec_fn`` between fork and exec instead: the
-   faster design the tool does not use (Python code after ``fork`` in a process
-   with threads may deadlock; trio runs worker threads);
-4. ``BashTool.execute({"command": "true"})`` without a sandbox, and
-5. with one: the cost as an agent sees it.
+   bash -c true``) with Landlock alone (``Sandbox(protect=())``);
+3. the same with the protected paths (``Sandbox()``, in a root that has
+   ``.git/hooks``, ``.git/config`` and ``.agentloop``: a mount namespace and
+   four mounts), which is what ``BashTool(sandbox=Sandbox())`` runs;
+4. the same with ``network=False`` too (the seccomp filter);
+5. Landlock alone, restricted in a ``preexec_fn`` between fork and exec instead:
+   the faster design the tool does not use (Python code after ``fork`` in a
+   process with threads may deadlock; trio runs worker threads);
+6. ``BashTool.execute({"command": "true"})`` without a sandbox, and
+7. with ``Sandbox()``: the cost as an agent sees it.
 
 Run it with ``python benchmarks/sandbox.py [--repeat N]``. It prints a table with
 each median's ratio to its unsandboxed counterpart, then the added milliseconds
@@ -19,6 +23,7 @@ per command. Without Landlock it says so and times the unsandboxed rows only.
 from __future__ import annotations
 
 import argparse
+import functools
 import statistics
 import subprocess
 import sys
@@ -34,13 +39,17 @@ import agentloop as al
 from agentloop.tools import BashTool, Sandbox, _landlock, sandbox_status
 
 
-def timed(action: Callable[[], object], repeat: int) -> list[float]:
-    action()  # warm up: caches, the first import
-    times = []
+def timed(actions: list[Callable[[], object]], repeat: int) -> list[list[float]]:
+    """Each action's times, in milliseconds: run round-robin, so that what else the
+    machine does falls on every case alike."""
+    for action in actions:
+        action()  # warm up: caches, the first import
+    times: list[list[float]] = [[] for _ in actions]
     for _ in range(repeat):
-        start = time.perf_counter()
-        action()
-        times.append((time.perf_counter() - start) * 1000)
+        for action, kept in zip(actions, times, strict=True):
+            start = time.perf_counter()
+            action()
+            kept.append((time.perf_counter() - start) * 1000)
     return times
 
 
@@ -65,46 +74,48 @@ def main() -> None:
     parser.add_argument("--repeat", type=positive, default=50, help="runs per row")
     args = parser.parse_args()
     status = sandbox_status()
-    print(f"Python {sys.version.split()[0]}; sandbox: {status}")
+    print(f"Python {sys.version.split()[0]}; sandbox: {Sandbox().status()}")
     with tempfile.TemporaryDirectory() as directory:
         root = str(Path(directory).resolve())
-        sandbox = Sandbox()
+        for made in (".git/hooks", ".agentloop"):
+            (Path(root) / made).mkdir(parents=True)
+        (Path(root) / ".git" / "config").write_text("")
         plain = ["bash", "-c", "true"]
-        rows: list[tuple[str, list[float], str | None]] = [
-            ("bash -c true (subprocess)", timed(lambda: run(plain, root), args.repeat), None)
+        floor, tool = "bash -c true (subprocess)", "BashTool, no sandbox"
+        # (label, action, the label it is compared with)
+        cases: list[tuple[str, Callable[[], object], str | None]] = [
+            (floor, lambda: run(plain, root), None)
         ]
         if status.available:
-            wrapped = sandbox.wrap(plain, root)
-            rows.append(
-                (
-                    "  through the launcher",
-                    timed(lambda: run(wrapped, root), args.repeat),
-                    "bash -c true (subprocess)",
-                )
-            )
-            rules = sandbox.rules(root)
+            for label, confined in [
+                ("  through the launcher", Sandbox(protect=())),
+                ("  + protected paths", Sandbox()),
+                ("  + network off (seccomp)", Sandbox(network=False)),
+            ]:
+                if not confined.status().available:  # network=False: Landlock ABI 4
+                    continue
+                wrapped = confined.wrap(plain, root)
+                cases.append((label, functools.partial(run, wrapped, root), floor))
+            rules = Sandbox(protect=()).rules(root)
             fs, abi = _landlock.fs_rights(status.abi), status.abi
             scoped = _landlock.scopes(abi) & ~_landlock.SCOPE_ABSTRACT_UNIX_SOCKET
 
             def restrict() -> None:
                 _landlock.restrict(fs, 0, scoped, rules)
 
-            rows.append(
+            cases.append(
                 (
                     "  restricted in preexec_fn",
-                    timed(lambda: run(plain, root, preexec_fn=restrict), args.repeat),
-                    "bash -c true (subprocess)",
+                    lambda: run(plain, root, preexec_fn=restrict),
+                    floor,
                 )
             )
-        rows.append(("BashTool, no sandbox", timed(tool_runner(BashTool(root)), args.repeat), None))
+        cases.append((tool, tool_runner(BashTool(root)), None))
         if status.available:
-            rows.append(
-                (
-                    "BashTool, sandboxed",
-                    timed(tool_runner(BashTool(root, sandbox=sandbox)), args.repeat),
-                    "BashTool, no sandbox",
-                )
-            )
+            sandboxed = tool_runner(BashTool(root, sandbox=Sandbox()))
+            cases.append(("BashTool, sandboxed", sandboxed, tool))
+        measured = timed([action for _, action, _ in cases], args.repeat)
+        rows = [(label, kept, base) for (label, _, base), kept in zip(cases, measured, strict=True)]
     medians = {label: statistics.median(times) for label, times, _ in rows}
     print(f"{'case':32} | {'median ms':>9} | {'min ms':>7} | ratio")
     print(f"{'-' * 32}-|-{'-' * 9}-|-{'-' * 7}-|------")

@@ -18,7 +18,7 @@ from test_cli import STATUS, cli_env
 
 from agentloop._cli._settings import PermissionSettings
 from agentloop._cli._setup import make_permissions
-from agentloop.tools import BashTool, sandbox_status
+from agentloop.tools import BashTool, Sandbox, sandbox_status
 
 pytestmark = pytest.mark.skipif(
     not sandbox_status().available, reason=f"no sandbox here: {sandbox_status().reason}"
@@ -54,12 +54,20 @@ def run(tmp_path: Path, *flags: str, settings: str | None = None) -> tuple[list[
     return lines[1:-1], outside
 
 
+PROTECTED = (
+    " These stay read-only: .agentloop, .git/hooks, .git/config, .claude, .vscode, .idea."
+    if Sandbox().status().protected
+    else " (.agentloop, .git/hooks, .git/config, .claude, .vscode, .idea are not kept "
+    f"read-only here: {Sandbox().status().gaps[-1].partition(': ')[2]}.)"
+)
+
+
 def test_auto_runs_sandboxed_commands_without_asking(tmp_path: Path) -> None:
     lines, outside = run(tmp_path, "--auto")
     tmp, work = tmp_path / "tmp", tmp_path / "work"
     assert lines == [
         "agentloop: commands run in a sandbox: they can write only under the working "
-        f"directory, {tmp} (anything else fails with 'Permission denied').",
+        f"directory, {tmp} (anything else fails with 'Permission denied').{PROTECTED}",
         "",
         "Writing.",
         '→ bash(command="touch inside.txt && touch ../outside/x.txt")',

@@ -48,6 +48,7 @@ from ..session import (
     load_session,
     new_session_path,
 )
+from ..tools import hide_process_credentials
 from ._args import Options
 from ._commands import (
     ANY_DIRECTORY,
@@ -174,6 +175,9 @@ class App:
 
     async def run(self) -> int:
         """Set up, run the prompt or the interactive loop, clean up; return the exit status."""
+        # The key and other credentials stay in os.environ, out of /proc/<pid>/environ.
+        key = self.options.api_key_env
+        hide_process_credentials(also=[key] if key else ())
         if self.options.sessions:
             sessions = await trio.to_thread.run_sync(list_sessions)
             any_directory = self.options.any_directory

@@ -2,16 +2,18 @@
 the prun tools, and sub-agents."""
 
 from ._bash import DEFAULT_DENY as DEFAULT_DENY
-from ._bash import DEFAULT_ENV_DENY as DEFAULT_ENV_DENY
 from ._bash import BashTool as BashTool
 from ._defaults import default_tools as default_tools
 from ._edit import EditFileTool as EditFileTool
+from ._environ import DEFAULT_ENV_DENY as DEFAULT_ENV_DENY
+from ._environ import hide_process_credentials as hide_process_credentials
 from ._files import ReadFileTool as ReadFileTool
 from ._files import WriteFileTool as WriteFileTool
 from ._files import atomic_write as atomic_write
 from ._listing import ListFilesTool as ListFilesTool
 from ._prun import PrunTool as PrunTool
 from ._prun import prun_tools as prun_tools
+from ._sandbox import DEFAULT_PROTECT as DEFAULT_PROTECT
 from ._sandbox import Sandbox as Sandbox
 from ._sandbox import SandboxStatus as SandboxStatus
 from ._sandbox import sandbox_status as sandbox_status
@@ -23,6 +25,7 @@ from ._workspace import Workspace as Workspace
 __all__ = [
     "DEFAULT_DENY",
     "DEFAULT_ENV_DENY",
+    "DEFAULT_PROTECT",
     "SKIP_DIRS",
     "BashTool",
     "EditFileTool",
@@ -37,6 +40,7 @@ __all__ = [
     "WriteFileTool",
     "atomic_write",
     "default_tools",
+    "hide_process_credentials",
     "prun_tools",
     "sandbox_status",
 ]

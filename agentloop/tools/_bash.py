@@ -18,7 +18,8 @@ as they arrive. What it guarantees:
   are a credential (``GITHUB_TOKEN``, ``AWS_SECRET_ACCESS_KEY``,
   ``PGPASSWORD``, ``SSH_AUTH_SOCK``...), whose value looks like one (a URL
   with a password, a ``ghp_``/``sk-`` token), or that match ``env_deny`` are
-  not passed on, unless ``env_allow`` names them (see ``_environ``).
+  not passed on, unless ``env_allow`` names them (see ``_environ``); nor are
+  those :func:`~agentloop.tools.hide_process_credentials` hid.
 - **One at a time.** A command can touch anything, so by default a call runs
   alone: no other tool call in the agent tree runs beside it (its claim is
   ``Claim(exclusive=True)``). ``BashTool(exclusive=False)`` lets commands run
@@ -26,8 +27,9 @@ as they arrive. What it guarantees:
 
 - **Sandboxed, if asked.** ``BashTool(root, sandbox=Sandbox())`` confines each
   command and everything it starts with Linux Landlock: writes only under the
-  root and the temporary directory, reads everywhere or only where allowed,
-  optionally no TCP connections (see ``_sandbox``). Where the kernel cannot, the
+  root and the temporary directory (but for the protected paths, read-only),
+  reads everywhere or only where allowed, optionally no network (see
+  ``_sandbox``). Where the kernel cannot, the
   tool logs a warning once and runs commands unsandboxed, with ``sandboxed``
   False so that permissions ask about them; if confining fails as a command
   starts, the command does not run.
@@ -56,7 +58,7 @@ from .._check import number_field
 from .._process import end_group, start
 from .._schedule import NO_CLAIM, Claim
 from .._tool import InvalidArgs, ToolContext, ToolError, ToolResult, format_duration
-from ._environ import filter_environment
+from ._environ import DEFAULT_ENV_DENY, filter_environment
 from ._sandbox import Sandbox, SandboxStatus, as_sandbox, failure_message, warn_unavailable
 from ._workspace import Workspace, as_workspace
 
@@ -77,10 +79,6 @@ DEFAULT_DENY: Mapping[str, str] = {
     # under any function name: f(){ f|f& };f
     "a fork bomb": r"(?P<f>[\w:]+)\s*\(\s*\)\s*\{\s*(?P=f)\s*\|\s*(?P=f)\s*&",
 }
-
-#: Environment variables never passed to commands (glob patterns, case-insensitive), on top
-#: of those whose name or value marks them as credentials.
-DEFAULT_ENV_DENY: tuple[str, ...] = ("*_API_KEY", "*_TOKEN", "*SECRET*", "*PASSWORD*", "AWS_*")
 
 _CHUNK = 65536
 _UPDATE_INTERVAL = 0.1  # seconds between two updates of one stream...
@@ -204,7 +202,7 @@ class BashTool:
         if self.sandbox is None:
             return None
         status = self.sandbox.status()
-        if not status.available:
+        if not status.available or status.gaps:
             warn_unavailable(status)
         return status
 

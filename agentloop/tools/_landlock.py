@@ -1,19 +1,32 @@
 """Landlock through ``ctypes`` system calls, and the launcher that sandboxes a command.
 
-Standard library only, and no import of the package: this file is also run as a
-script, ``python -I -S _landlock.py SPEC... -- argv...``, by the sandbox of
-:mod:`agentloop.tools._sandbox`. Run that way it restricts itself (no new
-privileges, then a Landlock domain), restores the signals Python ignores, and
-``exec``\\ s ``argv``: the command and every process it starts are confined, and
-nothing runs unconfined. If any step fails it writes one line starting with
+Standard library only, and no import of the package (its two siblings,
+:mod:`._protect` and :mod:`._seccomp`, are standard library only too): this file
+is also run as a script, ``python -I -S _landlock.py SPEC... -- argv...``, by the
+sandbox of :mod:`agentloop.tools._sandbox`. Run that way it
+
+1. if there are protected paths, enters a mount namespace of its own and mounts
+   them read-only over themselves (:mod:`._protect`);
+2. if it runs as root, drops every capability but Docker's default set less
+   ``CAP_MKNOD``;
+3. restricts itself: no new privileges, then a Landlock domain;
+4. with the network refused, installs the seccomp filter of :mod:`._seccomp`;
+5. restores the signals Python ignores, and ``exec``\\ s ``argv``.
+
+The command and every process it starts are confined, and nothing runs
+unconfined. If any step fails it writes one line starting with
 :data:`FAILURE_MARK` to stderr and exits with :data:`FAILURE_CODE`, without
-running ``argv``.
+running ``argv``. ``python -I -S _landlock.py --probe [user|mount]`` tries step 1 (and 2) on a
+directory of its own and exits, 0 if they work: the sandbox asks once per
+process whether protected paths can be enforced here.
 
 The spec on the command line: the handled file-system, network and scope rights
-(decimal integers), the number of rules, then each rule as two words, its
-allowed rights and its path. A path that cannot be opened (missing, a dangling
-symlink, out of reach) is skipped, which only takes rights away; a rule on a
-file (not a directory) keeps only the rights that apply to files.
+(decimal integers), ``1`` to install the seccomp filter (else ``0``), the
+namespace to enter (``user`` or ``mount``), the number of protected paths and
+each of them, the number of rules, then each rule as two
+words, its allowed rights and its path. A path that cannot be opened (missing, a
+dangling symlink, out of reach) is skipped, which only takes rights away; a rule
+on a file (not a directory) keeps only the rights that apply to files.
 
 The Landlock interface (``include/uapi/linux/landlock.h``): three system calls,
 numbered 444, 445 and 446 on every architecture (but Alpha); an ABI version that
@@ -30,6 +43,9 @@ ABI   Linux   adds
 6     6.12    scopes: abstract unix sockets and signals outside the domain
 7     6.15    audit logging flags (not used)
 ====  ======  ================================================================
+
+A Landlock domain also refuses every ``mount``, ``umount``, ``pivot_root`` and
+``move_mount`` (from ABI 1): a confined command cannot undo step 1.
 """
 
 from __future__ import annotations
@@ -43,6 +59,13 @@ import sys
 TYPE_CHECKING = False  # typing costs a run-time import too (~15 ms): the launcher starts fast
 if TYPE_CHECKING:
     from typing import Any
+
+if __package__:
+    from . import _protect, _seccomp
+else:  # run as a script (``-I``): its directory is not on sys.path
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import _protect  # type: ignore[import-not-found,no-redef]
+    import _seccomp  # type: ignore[import-not-found,no-redef]
 
 SYS_LANDLOCK_CREATE_RULESET = 444
 SYS_LANDLOCK_ADD_RULE = 445
@@ -219,21 +242,44 @@ def restrict(fs: int, net: int, scoped: int, rules: list[tuple[int, str]]) -> No
         os.close(ruleset)
 
 
-def launcher_spec(fs: int, net: int, scoped: int, rules: list[tuple[int, str]]) -> list[str]:
-    """The launcher's arguments before ``--`` for these rights and rules."""
-    words = [str(fs), str(net), str(scoped), str(len(rules))]
+def launcher_spec(
+    fs: int,
+    net: int,
+    scoped: int,
+    rules: list[tuple[int, str]],
+    *,
+    protect: list[str] | tuple[str, ...] = (),
+    namespace: str = "user",
+    seccomp: bool = False,
+) -> list[str]:
+    """The launcher's arguments before ``--`` for these rights, rules, protected
+    paths (absolute), namespace (``"user"`` or ``"mount"``: see
+    :func:`._protect.enter`) and seccomp filter."""
+    words = [str(fs), str(net), str(scoped), "1" if seccomp else "0", namespace]
+    words += [str(len(protect)), *protect, str(len(rules))]
     for access, path in rules:
         words += [str(access), path]
     return words
 
 
-def _parse(words: list[str]) -> tuple[int, int, int, list[tuple[int, str]], list[str]]:
-    fs, net, scoped, count = (int(word) for word in words[:4])
-    rules = [(int(words[4 + 2 * i]), words[5 + 2 * i]) for i in range(count)]
-    rest = words[4 + 2 * count :]
-    if not rest or rest[0] != "--" or len(rest) < 2:
-        raise ValueError("expected '--' and a command after the rules")
-    return fs, net, scoped, rules, rest[1:]
+class _Spec:
+    __slots__ = ("argv", "fs", "namespace", "net", "protect", "rules", "scoped", "seccomp")
+
+    def __init__(self, words: list[str]) -> None:
+        self.fs, self.net, self.scoped = (int(word) for word in words[:3])
+        self.seccomp = words[3] == "1"
+        self.namespace = words[4]
+        if self.namespace not in ("user", "mount"):
+            raise ValueError(f"unknown namespace {self.namespace!r}")
+        count = int(words[5])
+        self.protect = words[6 : 6 + count]
+        at = 6 + count
+        rules = int(words[at])
+        self.rules = [(int(words[at + 1 + 2 * i]), words[at + 2 + 2 * i]) for i in range(rules)]
+        rest = words[at + 1 + 2 * rules :]
+        if not rest or rest[0] != "--" or len(rest) < 2:
+            raise ValueError("expected '--' and a command after the rules")
+        self.argv = rest[1:]
 
 
 def _fail(message: str) -> None:
@@ -241,15 +287,48 @@ def _fail(message: str) -> None:
     os._exit(FAILURE_CODE)
 
 
+def _writable(rules: list[tuple[int, str]]) -> list[str]:
+    return [path for access, path in rules if access & FS_MAKE_REG and os.path.isdir(path)]
+
+
+def probe(namespace: str) -> None:
+    """Try a read-only mount in a namespace of its own (and, as root, the capability
+    trim) on the launcher's directory; exit 0 if it works. Never returns."""
+    step = "entering a mount namespace"
+    try:
+        _protect.enter(namespace)
+        step = "mounting a path read-only"
+        _protect.bind(os.path.dirname(os.path.abspath(__file__)), read_only=True)
+        if os.geteuid() == 0:
+            step = "dropping capabilities"
+            _protect.trim_capabilities()
+    except OSError as error:
+        _fail(f"{step}: {error.strerror or error}")
+    os._exit(0)
+
+
 def main(words: list[str]) -> None:
     """Restrict this process, then exec the command; never returns."""
+    if words[:1] == ["--probe"]:
+        probe(words[1] if len(words) > 1 else _protect.mode())
+        return
     try:
-        fs, net, scoped, rules, argv = _parse(words)
+        spec = _Spec(words)
     except (ValueError, IndexError) as error:
         _fail(f"bad launcher arguments: {error}")
         return
     try:
-        restrict(fs, net, scoped, rules)
+        if spec.protect:
+            _protect.enter(spec.namespace)
+            _protect.apply(_protect.plan(spec.protect, _writable(spec.rules)))
+        if os.geteuid() == 0:
+            _protect.trim_capabilities()
+        restrict(spec.fs, spec.net, spec.scoped, spec.rules)
+        if spec.seccomp:
+            machine = _seccomp.architecture()
+            if machine is None:
+                raise OSError(0, f"no seccomp filter for this architecture ({os.uname().machine})")
+            _seccomp.install(machine)
     except OSError as error:
         _fail(f"cannot apply the sandbox ({error.strerror or error}); the command did not run")
         return
@@ -257,6 +336,7 @@ def main(words: list[str]) -> None:
     # shell pipeline (`yes | head`) relies on SIGPIPE killing the writer.
     for signum in (_signal.SIGPIPE, _signal.SIGXFSZ):
         _signal.signal(signum, _signal.SIG_DFL)
+    argv = spec.argv
     try:
         os.execvp(argv[0], argv)
     except OSError as error:

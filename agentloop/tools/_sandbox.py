@@ -2,10 +2,10 @@
 
 ``BashTool(root, sandbox=Sandbox())`` runs each command through a small
 launcher (``python -I -S agentloop/tools/_landlock.py ... -- bash -c
-command``) that restricts itself with Landlock and then ``exec``\\ s the shell.
-The restriction is inherited by every child, grandchild and ``exec``, and
-cannot be lifted; it needs no root and no extra program, only a kernel with
-Landlock (ABI 3, Linux 6.2, or later) enabled. What a confined command may do:
+command``) that confines itself and then ``exec``\\ s the shell. The
+restriction is inherited by every child, grandchild and ``exec``, and cannot be
+lifted; it needs no root and no extra program, only a kernel with Landlock
+(ABI 3, Linux 6.2, or later) enabled. What a confined command may do:
 
 - **Write** (create, change, truncate, rename, link, remove) only beneath the
   workspace root, the temporary directory (``Sandbox.temp``, by default
@@ -15,6 +15,15 @@ Landlock (ABI 3, Linux 6.2, or later) enabled. What a confined command may do:
   it: ``..``, symlinks, ``/proc/self/cwd``, hard links to a directory outside
   are all refused. A refused write fails with ``EACCES`` ("Permission
   denied"), which the command reports as it would any other error.
+- **Protected paths** (``Sandbox.protect``, :data:`DEFAULT_PROTECT`: the
+  agent's settings, git's hooks and configuration, other tools' project
+  settings that run commands) stay read-only even beneath the root: the
+  launcher mounts each that exists read-only over itself in a mount namespace
+  of the command's own (see :mod:`._protect`); a write fails with ``EROFS``,
+  moving or removing one (or a directory on the way to it) with ``EBUSY``. One
+  that does not exist when the command starts can be created. Where this system
+  refuses namespaces, commands are still confined by the rest, and the status
+  says the paths are not protected (``protected`` False, ``gaps``).
 - **Read**: ``read="all"`` (the default): every file but the devices in
   ``/dev`` (``null``, ``zero``, ``full``, ``random``, ``urandom`` and ``tty``
   only: no other terminal can be read, so no one's keystrokes). Every directory
@@ -23,26 +32,33 @@ Landlock (ABI 3, Linux 6.2, or later) enabled. What a confined command may do:
   this Python's installation and ``Sandbox.readable``; the rest (``$HOME``!)
   cannot be read nor listed.
 - **Network**: ``network=False`` refuses TCP ``connect`` and ``bind`` (needs
-  ABI 4, Linux 6.7) and, from ABI 6, connecting to abstract unix sockets of
-  processes outside the sandbox. Landlock does **not** cover UDP (so DNS
-  queries still go out, and data can leave over UDP), ICMP, raw sockets, or
-  unix sockets with a path in the file system (which the write rules do not
-  stop: connecting is not writing). It is a guard against a command that
-  downloads or uploads over HTTP, not a firewall.
+  ABI 4, Linux 6.7), from ABI 6 connecting to abstract unix sockets of
+  processes outside the sandbox, and, with a seccomp filter (see
+  :mod:`._seccomp`), every socket but unix and netlink ones (UDP, MPTCP, raw,
+  ICMP, packet sockets, and TCP ones, which could listen without ``bind``),
+  TCP Fast Open and ``io_uring``. Not covered: unix sockets with a path in the
+  file system (the Docker socket, a D-Bus bus: connecting is not writing, and
+  seccomp cannot see the path).
 - **Signals** (ABI 6): a command cannot signal processes outside its sandbox
   (the agent, your editor); its own children, yes.
 - **Devices** (ABI 5): ``ioctl`` on a device file only where writes are
   allowed (no terminal injection with ``TIOCSTI``).
 - ``no_new_privs`` is set: setuid programs (``sudo``, ``su``) do not gain
-  privileges. Other processes are out of reach as Landlock makes them:
-  ``ptrace`` of, and ``/proc/<pid>/environ`` or ``mem`` of, a process outside
-  the sandbox are refused.
+  privileges. Processes outside the sandbox are out of reach as Landlock's
+  ``ptrace`` rule makes them: ``ptrace`` of them, and their
+  ``/proc/<pid>/mem``, ``environ``, ``maps``, ``fd``, ``cwd`` and ``root``, are
+  refused. (Root reads ``environ`` and ``maps`` despite Landlock with
+  ``CAP_SYS_ADMIN`` or ``CAP_PERFMON``: a command run as root keeps only
+  Docker's default capabilities, less ``CAP_MKNOD``.) Their
+  ``/proc/<pid>/cmdline`` is readable by anyone. An *unsandboxed* command of
+  the same user reads the ``environ`` of the user's other processes, the
+  agent's included: :func:`~agentloop.tools.hide_process_credentials` wipes the
+  credentials from the agent's.
 
-Not covered: what is reachable without the file system or TCP (UDP, pathname
-unix sockets such as a Docker or D-Bus socket, shared memory segments), how
-much CPU, memory or disk a command uses, and reading secrets under the root
-itself. Landlock is an allow-list on top of the usual permissions, never
-instead of them: a file that a user cannot write stays so.
+Not covered: pathname unix sockets (above), shared memory segments, how much
+CPU, memory or disk a command uses, and reading secrets under the root itself.
+Landlock is an allow-list on top of the usual permissions, never instead of
+them: a file that a user cannot write stays so.
 
 Where Landlock is missing, disabled, blocked or too old, or on another system
 than Linux, :func:`sandbox_status` says why; the tool logs that once (a
@@ -52,7 +68,8 @@ asks about them. If restricting fails when a command starts, the command does
 not run: the call is an error result (fail closed).
 
 Start-up cost: one Python interpreter start (``-I -S``, no site packages)
-before the shell, some 20 ms; ``benchmarks/sandbox.py`` measures it.
+before the shell, some 20 ms; the namespace, mounts and filter add under a
+millisecond. ``benchmarks/sandbox.py`` measures it.
 """
 
 from __future__ import annotations
@@ -60,6 +77,7 @@ from __future__ import annotations
 import errno
 import logging
 import os
+import subprocess
 import sys
 import tempfile
 from collections.abc import Iterable, Sequence
@@ -68,10 +86,11 @@ from typing import Any, Literal
 
 import attrs
 
-from . import _landlock
+from . import _landlock, _protect, _seccomp
 from ._landlock import FAILURE_CODE, FAILURE_MARK
 
 __all__ = [
+    "DEFAULT_PROTECT",
     "FAILURE_CODE",
     "FAILURE_MARK",
     "SYSTEM_PATHS",
@@ -109,6 +128,23 @@ SYSTEM_PATHS: tuple[str, ...] = (
     "/run/resolvconf",
 )
 
+#: What ``Sandbox.protect`` keeps read-only by default, relative to the root: what
+#: would run later, outside the sandbox, without showing in ``git diff``. The
+#: agent's own settings (``.agentloop``: MCP servers start, permission rules
+#: apply), git's hooks and configuration (git runs what they name: hooks,
+#: ``core.fsmonitor``, ``core.hooksPath``, aliases, filters), and the project
+#: settings of tools that run commands from them (Claude Code's hooks in
+#: ``.claude``; VS Code's ``tasks.json`` tasks run when the folder opens, and its
+#: settings name programs it starts; JetBrains IDEs' startup tasks in ``.idea``).
+DEFAULT_PROTECT: tuple[str, ...] = (
+    ".agentloop",
+    ".git/hooks",
+    ".git/config",
+    ".claude",
+    ".vscode",
+    ".idea",
+)
+
 #: Device files every command may read and write.
 _WRITABLE_DEVICES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/tty")
 #: Device files every command may read.
@@ -134,10 +170,16 @@ class SandboxStatus:
     abi: int
     #: Why the sandbox is unavailable; None when it is available.
     reason: str | None = None
+    #: True when commands see the sandbox's protected paths read-only; False when
+    #: it has none, or when this system cannot (then ``gaps`` says why).
+    protected: bool = False
+    #: What the sandbox was asked for but does not enforce here, a sentence each
+    #: (the commands are still confined by the rest).
+    gaps: tuple[str, ...] = ()
 
     def __str__(self) -> str:
         if self.available:
-            return f"Landlock ABI {self.abi}"
+            return "; ".join([f"Landlock ABI {self.abi}", *self.gaps])
         return f"unavailable: {self.reason}"
 
 
@@ -154,11 +196,17 @@ def _kernel_abi() -> int | OSError:
     return _abi_cache[0]
 
 
-def sandbox_status(*, network: bool = True) -> SandboxStatus:
-    """Whether this system can run sandboxed commands (``network=False``: without network).
+def sandbox_status(*, network: bool = True, protect: bool = False) -> SandboxStatus:
+    """Whether this system can run sandboxed commands (``network=False``: without
+    network; ``protect``: with protected paths kept read-only).
 
     Asks the kernel once per process (``landlock_create_ruleset`` with
-    ``LANDLOCK_CREATE_RULESET_VERSION``), which changes nothing. Never raises.
+    ``LANDLOCK_CREATE_RULESET_VERSION``), which changes nothing. With ``protect``,
+    also tries once per process whether a command can get a mount namespace of its
+    own with a read-only mount in it (it runs the launcher, some 20 ms); if not,
+    the status is available but not ``protected``, and ``gaps`` says why.
+    ``network=False`` on an architecture the seccomp filter does not know is a gap
+    too (only TCP is refused). Never raises.
     """
     abi = _kernel_abi()
     if isinstance(abi, OSError):
@@ -185,7 +233,60 @@ def sandbox_status(*, network: bool = True) -> SandboxStatus:
         return SandboxStatus(
             available=False, abi=abi, reason="no Python interpreter to start the sandbox with"
         )
-    return SandboxStatus(available=True, abi=abi)
+    gaps = []
+    if not network and _seccomp.architecture() is None:
+        gaps.append(
+            "the network is refused over TCP only (UDP and other sockets are not): no "
+            f"seccomp filter for this architecture ({_machine()})"
+        )
+    protected = False
+    if protect:
+        why = _protection_probe()
+        if why is None:
+            protected = True
+        else:
+            gaps.append(f"the protected paths are not read-only: {why}")
+    return SandboxStatus(available=True, abi=abi, protected=protected, gaps=tuple(gaps))
+
+
+def _machine() -> str:
+    return f"{os.uname().machine}, {64 if sys.maxsize > 2**32 else 32}-bit Python"
+
+
+_probe_cache: list[str | None] = []
+
+
+def _protection_probe() -> str | None:
+    """Why protected paths cannot be enforced here; None if they can. Probed once."""
+    if not _probe_cache:
+        _probe_cache.append(_run_probe())
+    return _probe_cache[0]
+
+
+def _run_probe() -> str | None:
+    try:
+        done = subprocess.run(
+            [sys.executable, "-I", "-S", _LAUNCHER, "--probe", _protect.mode()],
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            timeout=30,
+            check=False,
+        )
+    except (OSError, subprocess.SubprocessError) as error:
+        return f"the launcher did not run ({error})"
+    if done.returncode == 0:
+        return None
+    why = failure_message(done.returncode, done.stdout, done.stderr)
+    if why is None:
+        why = done.stderr.decode("utf-8", "replace").strip() or f"exit status {done.returncode}"
+    try:
+        with open("/proc/sys/kernel/apparmor_restrict_unprivileged_userns", "rb") as file:
+            restricted = file.read().strip() == b"1"
+    except OSError:
+        restricted = False
+    if restricted:
+        why += " (AppArmor restricts unprivileged user namespaces here)"
+    return why
 
 
 def _why(error: OSError) -> str:
@@ -202,7 +303,14 @@ _warned: set[str] = set()
 
 
 def warn_unavailable(status: SandboxStatus) -> None:
-    """Log, once per process and reason, that commands will run unsandboxed."""
+    """Log, once per process and reason, that commands will run unsandboxed, or
+    which of the sandbox's parts (``status.gaps``) this system does not enforce."""
+    if status.available:
+        for gap in status.gaps:
+            if gap not in _warned:
+                _warned.add(gap)
+                log.warning("The sandbox is partial here: %s", gap)
+        return
     reason = status.reason or "unknown"
     if reason in _warned:
         return
@@ -217,6 +325,12 @@ def _paths(value: Iterable[str | os.PathLike[str]]) -> tuple[str, ...]:
     if isinstance(value, str | os.PathLike):
         raise TypeError(f"expected a list of paths, got {value!r}")
     return tuple(os.path.abspath(os.path.expanduser(os.fspath(path))) for path in value)
+
+
+def _relative_paths(value: Iterable[str | os.PathLike[str]]) -> tuple[str, ...]:
+    if isinstance(value, str | os.PathLike):
+        raise TypeError(f"expected a list of paths, got {value!r}")
+    return tuple(os.path.normpath(os.path.expanduser(os.fspath(path))) for path in value)
 
 
 def _temp(value: str | os.PathLike[str] | None) -> str | None:
@@ -246,10 +360,20 @@ class Sandbox:
         network: False refuses TCP connections and listening sockets (not UDP).
         temp: The temporary directory commands may write under (and ``TMPDIR``
             for them); None for none but ``/dev/shm``.
+        protect: Paths commands may not change even where they may write
+            (:data:`DEFAULT_PROTECT` by default: ``.agentloop``, ``.git/hooks``,
+            ``.git/config``, ``.claude``, ``.vscode``, ``.idea``); relative ones
+            are relative to the root, ``~`` is expanded. Each that exists when a
+            command starts is mounted read-only over itself in the command's own
+            mount namespace (a write fails with ``EROFS``, "Read-only file
+            system"; moving or removing it, or a directory on the way to it,
+            with ``EBUSY``); one that does not exist yet is not protected. Where
+            this system cannot (no user namespaces), ``status().protected`` is
+            False and ``status().gaps`` says why. ``()`` for none.
 
     Raises:
         ValueError: ``read`` is neither ``"all"`` nor ``"restricted"``.
-        TypeError: ``write`` or ``readable`` is one string instead of a list.
+        TypeError: ``write``, ``readable`` or ``protect`` is one string instead of a list.
     """
 
     write: tuple[str, ...] = attrs.field(default=(), converter=_paths)
@@ -257,10 +381,16 @@ class Sandbox:
     readable: tuple[str, ...] = attrs.field(default=(), converter=_paths)
     network: bool = True
     temp: str | None = attrs.field(factory=tempfile.gettempdir, converter=_temp)
+    protect: tuple[str, ...] = attrs.field(default=DEFAULT_PROTECT, converter=_relative_paths)
 
     def status(self) -> SandboxStatus:
         """Whether commands can be confined this way here (see :func:`sandbox_status`)."""
-        return sandbox_status(network=self.network)
+        return sandbox_status(network=self.network, protect=bool(self.protect))
+
+    def protected_paths(self, root: str | os.PathLike[str]) -> list[str]:
+        """``protect`` as absolute paths for commands run in ``root`` (symlinks kept)."""
+        base = os.path.realpath(root)
+        return [os.path.normpath(os.path.join(base, path)) for path in self.protect]
 
     def rules(
         self, root: str | os.PathLike[str], *, read_only: bool = False
@@ -302,12 +432,22 @@ class Sandbox:
         if not status.available:
             raise RuntimeError(f"the sandbox is {status}")
         abi = status.abi
+        networked = self.network and not read_only
         fs = _landlock.fs_rights(abi)
-        net = 0 if self.network and not read_only else _landlock.net_rights(abi)
+        net = 0 if networked else _landlock.net_rights(abi)
         scoped = _landlock.scopes(abi)
-        if self.network and not read_only:
+        if networked:
             scoped &= ~_landlock.SCOPE_ABSTRACT_UNIX_SOCKET
-        spec = _landlock.launcher_spec(fs, net, scoped, self.rules(root, read_only=read_only))
+        spec = _landlock.launcher_spec(
+            fs,
+            net,
+            scoped,
+            self.rules(root, read_only=read_only),
+            # A read-only command writes nothing: no namespace needed.
+            protect=self.protected_paths(root) if status.protected and not read_only else (),
+            namespace=_protect.mode(),
+            seccomp=not networked and _seccomp.architecture() is not None,
+        )
         return [sys.executable, "-I", "-S", _LAUNCHER, *spec, "--", *argv]
 
     def describe(self) -> str:
@@ -322,7 +462,16 @@ class Sandbox:
             text += ", read only those and the system directories"
         if not self.network:
             text += ", and cannot open network connections"
-        return text + "."
+        text += "."
+        if self.protect:
+            names = ", ".join(self.protect)
+            status = self.status()
+            if status.protected:
+                text += f" These stay read-only: {names}."
+            elif status.available:
+                why = next(gap for gap in status.gaps if "protected" in gap)
+                text += f" ({names} are not kept read-only here: {why.partition(': ')[2]}.)"
+        return text
 
     def _temps(self) -> list[str]:
         return [self.temp, _SHM] if self.temp is not None else [_SHM]

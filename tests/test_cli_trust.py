@@ -445,6 +445,52 @@ def test_the_question_yes_no_and_a_changed_file(tmp_path: Path) -> None:
     assert not store.exists()  # --trust and -p write nothing
 
 
+def test_the_question_shows_what_the_file_widens_in_other_runs_too(tmp_path: Path) -> None:
+    """A yes trusts the file for every run: --model and --mcp-config hide nothing, and
+    network = true is shown as --auto would see it."""
+    home = tmp_path / "home"
+    write(home / "settings.toml", "[sandbox]\nenabled = true\n")
+    project(
+        tmp_path,
+        'model = "anthropic:claude-opus-5"\n[permissions]\nallow = ["bash(*)"]\n'
+        '[sandbox]\nnetwork = true\n[mcp_servers.demo]\ncommand = "demo"\n',
+    )
+    allowed, written, _ = settle(tmp_path, "n\n", "--model", "demo", "--mcp-config", "m.json")
+    assert allowed == ()
+    assert written.splitlines()[1:6] == [
+        "  model anthropic:claude-opus-5",
+        f"  allow bash(*): {ALLOW}",
+        "  sandbox network = true: sandboxed commands may open network connections",
+        "  mcp_servers demo: runs demo",
+        "Trust this folder? [y/N] agentloop: not trusted: of "
+        f"{tmp_path}/project/.agentloop/settings.toml, only what narrows what the agent may "
+        "do applies, for this run.",
+    ]
+    # Nothing the file widens in this run, but a model --model overrides: not asked.
+    write(tmp_path / "project" / ".agentloop" / "settings.toml", 'model = "anthropic"\n')
+    assert settle(tmp_path, "", "--model", "demo") == ((), "", "")
+
+
+def test_ctrl_c_at_the_question_quits_with_130(tmp_path: Path) -> None:
+    class Interrupted(Lines):
+        def readline(self) -> str:
+            raise KeyboardInterrupt
+
+    project(tmp_path, '[permissions]\nallow = ["bash(*)"]\n')
+    stdout = Lines()
+    with pytest.raises(SystemExit) as exit_info:
+        settle_settings(
+            parse_args(["-C", str(tmp_path / "project")]),
+            {"AGENTLOOP_HOME": str(tmp_path / "home")},
+            stdin=Interrupted(),  # type: ignore[arg-type]
+            stdout=stdout,  # type: ignore[arg-type]
+            stderr=Lines(),  # type: ignore[arg-type]
+        )
+    assert exit_info.value.code == 130
+    assert stdout.written.endswith("Trust this folder? [y/N] \n")
+    assert not (tmp_path / "home" / TRUST_FILE).exists()
+
+
 # --------------------------------------------------------------------------- the program
 
 

@@ -137,10 +137,13 @@ class Settings:
         api_key_env: As ``--api-key-env``.
         output_format: As ``--output-format``: ``text``, ``json``, ``stream-json``.
         permissions: The ``[permissions]`` rules.
-        sandbox: The ``[sandbox]`` table; None when no file has one.
+        sandbox: The ``[sandbox]`` table (over :data:`FLAG_SANDBOX_DEFAULTS`
+            with ``--sandbox`` or ``--auto``); None when no file has one and no
+            flag turns the sandbox on.
         mcp_servers: As ``--mcp-config``: a file's path (relative to the
             settings file it is in) or the servers as in an ``mcpServers``
-            object (``{"mcpServers": {...}}``).
+            object (``{"mcpServers": {...}}``); a project's file is read with
+            the settings, and is that object.
         sources: The files read, in the order they apply (the user's first).
         model_source: The file that named ``model`` (None: no file did).
     """

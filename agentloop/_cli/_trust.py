@@ -75,8 +75,7 @@ class FolderTrust:
         folder: The project's folder.
         trusted: Its files may widen what the agent does.
         how: Why it is trusted: ``"settings"`` (the user's settings list it),
-            ``"remembered"`` (the user said yes to these very files),
-            ``"flag"`` (``--trust``), ``"answer"`` (yes, just now); None: it is not.
+            ``"remembered"`` (the user said yes to these very files); None: it is not.
         changed: The files that are not as they were when the folder was
             trusted (changed, or new since); empty when it is trusted.
         known: The folder was trusted before, for other contents of the files.
@@ -84,7 +83,7 @@ class FolderTrust:
 
     folder: Path
     trusted: bool
-    how: Literal["settings", "remembered", "flag", "answer"] | None = None
+    how: Literal["settings", "remembered"] | None = None
     changed: tuple[Path, ...] = ()
     known: bool = False
 
@@ -216,7 +215,9 @@ def _user_folders(files: SettingsFiles) -> tuple[Path, ...]:
     return tuple(trust.get("folders", ()))
 
 
-def _review(files: SettingsFiles, options: Options) -> ProjectReview | None:
+def _review(
+    files: SettingsFiles, options: Options, *, any_run: bool = False
+) -> ProjectReview | None:
     if files.project is None:
         return None
     return review_project(
@@ -226,6 +227,7 @@ def _review(files: SettingsFiles, options: Options) -> ProjectReview | None:
         sandbox_flag=options.sandbox_flag,
         model_flag=options.model is not None,
         mcp_flag=options.mcp_config is not None,
+        any_run=any_run,
     )
 
 
@@ -268,7 +270,8 @@ def settle_settings(
 
     When the project's file would widen what the agent may do and the folder is
     not trusted for it: in an interactive session on a terminal (``stdin`` and
-    ``stdout``), the user is asked on it, and a yes is remembered; otherwise
+    ``stdout``), the user is asked on it, shown all the file could widen in any
+    run (with other options too), and a yes is remembered; otherwise
     only the narrowing part applies, and ``stderr`` says what was left out
     (``--sessions``: silently, as nothing runs). Notes about files not read go
     to ``stderr``.
@@ -295,7 +298,11 @@ def settle_settings(
         elif options.sessions:
             project = review.narrowing
         elif options.prompt is None and _is_terminal(stdin) and _is_terminal(stdout):
-            if not _ask(files, review, trust, store, stdin, stdout):
+            # A yes trusts the file for every run: show all it could widen, not only
+            # what widens with this run's options.
+            every = _review(files, options, any_run=True)
+            assert every is not None
+            if not _ask(files, every, trust, store, stdin, stdout):
                 project = review.narrowing
         else:
             project = review.narrowing

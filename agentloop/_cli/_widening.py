@@ -122,6 +122,7 @@ def review_project(
     sandbox_flag: Literal["on", "auto"] | None = None,
     model_flag: bool = False,
     mcp_flag: bool = False,
+    any_run: bool = False,
 ) -> ProjectReview:
     """Split ``project``'s settings data into what narrows and what widens ``user``'s.
 
@@ -130,7 +131,14 @@ def review_project(
     working directory (what sandboxed commands may always read);
     ``sandbox_flag``, ``model_flag`` and ``mcp_flag`` say which command-line
     options are given (see the module docstring).
+
+    ``any_run``: what the file could widen in any run, whatever the options (as
+    the user trusts the file, not one run of it): the sandbox is compared with
+    the flags' defaults (:data:`FLAG_SANDBOX_DEFAULTS`), and no option is taken
+    to override a key; the flags are ignored.
     """
+    if any_run:
+        sandbox_flag, model_flag, mcp_flag = None, False, False
     mine = user or {}
     narrowing: dict[str, Any] = {}
     widening: list[Widening] = []
@@ -150,7 +158,7 @@ def review_project(
                 narrowing[key] = found
             widening += wider
         elif key == "sandbox":
-            found, wider = _sandbox(mine.get("sandbox", {}), value, root, sandbox_flag)
+            found, wider = _sandbox(mine.get("sandbox", {}), value, root, sandbox_flag, any_run)
             if found:
                 narrowing[key] = found
             widening += wider
@@ -242,9 +250,10 @@ def _sandbox(
     theirs: Mapping[str, Any],
     root: Path,
     sandbox_flag: Literal["on", "auto"] | None,
+    any_run: bool,
 ) -> tuple[dict[str, Any], list[Widening]]:
     base: dict[str, Any] = {"enabled": False, "network": True, "read": "all"}
-    if sandbox_flag is not None:
+    if sandbox_flag is not None or any_run:
         base.update(FLAG_SANDBOX_DEFAULTS)
     base.update(mine)
     if sandbox_flag is not None:

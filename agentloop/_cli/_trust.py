@@ -18,9 +18,12 @@ it applies only when the folder is trusted *for those files as they are now*:
 Without a terminal to ask on (``-p``, standard input not a terminal), the
 widening part is left out with one warning on stderr.
 
-:class:`TrustStore` and :class:`FolderTrust` are for any kind of project file:
-:meth:`TrustStore.check` takes the files' fingerprints (``{path: sha256}``, of
-the bytes that were read, so that what is trusted is what is used).
+:class:`TrustStore`, :class:`FolderTrust`, :func:`ask_trust` and
+:func:`ignoring_warning` are for any kind of project file (hooks and skills
+too): :meth:`TrustStore.check` takes the files' fingerprints (``{path:
+sha256}``, of the bytes that were read, so that what is trusted is what is
+used), and the question takes their :class:`~._widening.Widening` items, so
+that one question covers them all.
 """
 
 from __future__ import annotations
@@ -46,12 +49,14 @@ from ._settings import (
     read_settings_files,
     user_settings_path,
 )
-from ._widening import ProjectReview, review_project
+from ._widening import ProjectReview, Widening, review_project
 
 __all__ = [
     "TRUST_FILE",
     "FolderTrust",
     "TrustStore",
+    "ask_trust",
+    "ignoring_warning",
     "load_settings",
     "settle_settings",
     "trust_store_path",
@@ -302,51 +307,72 @@ def settle_settings(
             # what widens with this run's options.
             every = _review(files, options, any_run=True)
             assert every is not None
-            if not _ask(files, every, trust, store, stdin, stdout):
+            trusted = ask_trust(
+                trust,
+                store,
+                files.fingerprints,
+                source=str(files.project_path),
+                items=every.widening,
+                stdin=stdin,
+                stdout=stdout,
+            )
+            if not trusted:
                 project = review.narrowing
         else:
             project = review.narrowing
-            print(_ignoring(files, review, trust), file=stderr, flush=True)
+            warning = ignoring_warning(trust, source=str(files.project_path), items=review.widening)
+            print(warning, file=stderr, flush=True)
     return merge_settings(files, project, sandbox_flag=options.sandbox_flag)
 
 
-def _ignoring(files: SettingsFiles, review: ProjectReview, trust: FolderTrust) -> str:
-    """The warning of a run that leaves out what an untrusted folder's file would allow."""
+def ignoring_warning(trust: FolderTrust, *, source: str, items: Sequence[Widening]) -> str:
+    """The warning of a run that leaves out ``items``, what the untrusted folder's
+    ``source`` (a file's path, or a few files) would allow."""
     if trust.known:
         why = (
-            f"{_changed(files, trust)} since the folder was trusted; run agentloop there to "
+            f"{_changed(trust)} since the folder was trusted; run agentloop there to "
             "trust it again, or pass --trust"
         )
     else:
         why = "the folder is not trusted; run agentloop there once to trust it, or pass --trust"
-    what = ", ".join(item.text for item in review.widening)
-    return f"agentloop: ignoring what {files.project_path} would allow ({why}): {what}"
+    what = ", ".join(item.text for item in items)
+    return f"agentloop: ignoring what {source} would allow ({why}): {what}"
 
 
-def _changed(files: SettingsFiles, trust: FolderTrust) -> str:
-    names = [_key(files.folder, path) for path in trust.changed]
+def _changed(trust: FolderTrust) -> str:
+    names = [_key(trust.folder, path) for path in trust.changed]
     return f"{' and '.join(names)} changed" if names else "the files changed"
 
 
-def _ask(
-    files: SettingsFiles,
-    review: ProjectReview,
+def ask_trust(
     trust: FolderTrust,
     store: TrustStore,
+    fingerprints: Mapping[Path, str],
+    *,
+    source: str,
+    items: Sequence[Widening],
     stdin: TextIO,
     stdout: TextIO,
 ) -> bool:
-    """Ask on the terminal whether to trust the folder; remember a yes. Whether trusted."""
-    folder = files.folder
+    """Ask on the terminal whether to trust ``trust.folder``, showing ``items`` (what its
+    ``source`` would allow); remember a yes for the files of ``fingerprints``.
+
+    Whether the folder is trusted. Any project file that acts (settings, and
+    later hooks or skills) can be asked about in the one question: give all
+    their items and fingerprints.
+
+    Raises:
+        SystemExit: Ctrl-C at the question (status 130).
+    """
+    folder = trust.folder
     if trust.known:
         head = (
-            f"agentloop: {_changed(files, trust)} since you trusted {folder}; "
-            f"{files.project_path} would now change what the agent may do:"
+            f"agentloop: {_changed(trust)} since you trusted {folder}; {source} would now "
+            "change what the agent may do:"
         )
     else:
-        head = f"agentloop: {files.project_path} would change what the agent may do in {folder}:"
-    lines = [head, *(f"  {item.line}" for item in review.widening)]
-    lines.append("Trust this folder? [y/N] ")
+        head = f"agentloop: {source} would change what the agent may do in {folder}:"
+    lines = [head, *(f"  {item.line}" for item in items), "Trust this folder? [y/N] "]
     stdout.write("\n".join(lines))
     stdout.flush()
     try:
@@ -359,14 +385,14 @@ def _ask(
         stdout.write("\n")  # the end of the input: the answer's line was not ended
     if answer.strip().lower() not in _YES:
         print(
-            f"agentloop: not trusted: of {files.project_path}, only what narrows what the "
-            "agent may do applies, for this run.",
+            f"agentloop: not trusted: of {source}, only what narrows what the agent may do "
+            "applies, for this run.",
             file=stdout,
             flush=True,
         )
         return False
     try:
-        store.remember(folder, files.fingerprints)
+        store.remember(folder, fingerprints)
     except OSError as error:
         print(
             f"agentloop: trusted for this run; it cannot be remembered ({store.path}: "

@@ -471,6 +471,32 @@ def test_the_question_shows_what_the_file_widens_in_other_runs_too(tmp_path: Pat
     assert settle(tmp_path, "", "--model", "demo") == ((), "", "")
 
 
+def test_the_folders_name_is_shown_escaped_too(tmp_path: Path) -> None:
+    top = tmp_path / "x\x1b[2Jy"
+    (top / ".git").mkdir(parents=True)
+    write(top / ".agentloop" / "settings.toml", '[permissions]\nallow = ["bash"]\n')
+    stdout, stderr = Lines(), Lines()
+    for prompt in ([], ["-p", "hi"]):
+        settle_settings(
+            parse_args(["-C", str(top), *prompt]),
+            {"AGENTLOOP_HOME": str(tmp_path / "home")},
+            stdin=Lines("n\n"),  # type: ignore[arg-type]
+            stdout=stdout,  # type: ignore[arg-type]
+            stderr=stderr,  # type: ignore[arg-type]
+        )
+    shown = f"{tmp_path}/x\\x1b[2Jy"
+    assert "\x1b" not in stdout.written + stderr.written
+    assert stdout.written.splitlines() == [
+        f"agentloop: {shown}/.agentloop/settings.toml would change what the agent may do in "
+        f"{shown}:",
+        f"  allow bash: {ALLOW}",
+        "Trust this folder? [y/N] agentloop: not trusted: of "
+        f"{shown}/.agentloop/settings.toml, only what narrows what the agent may do applies, "
+        "for this run.",
+    ]
+    assert stderr.written.startswith(f"agentloop: ignoring what {shown}/.agentloop/")
+
+
 def test_ctrl_c_at_the_question_quits_with_130(tmp_path: Path) -> None:
     class Interrupted(Lines):
         def readline(self) -> str:

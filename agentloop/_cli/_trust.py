@@ -49,7 +49,7 @@ from ._settings import (
     read_settings_files,
     user_settings_path,
 )
-from ._widening import ProjectReview, Widening, review_project
+from ._widening import ProjectReview, Widening, review_project, visible
 
 __all__ = [
     "TRUST_FILE",
@@ -336,7 +336,7 @@ def ignoring_warning(trust: FolderTrust, *, source: str, items: Sequence[Widenin
     else:
         why = "the folder is not trusted; run agentloop there once to trust it, or pass --trust"
     what = ", ".join(item.text for item in items)
-    return f"agentloop: ignoring what {source} would allow ({why}): {what}"
+    return visible(f"agentloop: ignoring what {source} would allow ({why}): {what}")
 
 
 def _changed(trust: FolderTrust) -> str:
@@ -373,7 +373,7 @@ def ask_trust(
     else:
         head = f"agentloop: {source} would change what the agent may do in {folder}:"
     lines = [head, *(f"  {item.line}" for item in items), "Trust this folder? [y/N] "]
-    stdout.write("\n".join(lines))
+    stdout.write("\n".join(map(visible, lines)))
     stdout.flush()
     try:
         answer = stdin.readline()
@@ -385,8 +385,10 @@ def ask_trust(
         stdout.write("\n")  # the end of the input: the answer's line was not ended
     if answer.strip().lower() not in _YES:
         print(
-            f"agentloop: not trusted: of {source}, only what narrows what the agent may do "
-            "applies, for this run.",
+            visible(
+                f"agentloop: not trusted: of {source}, only what narrows what the agent may "
+                "do applies, for this run."
+            ),
             file=stdout,
             flush=True,
         )

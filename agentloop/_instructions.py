@@ -42,6 +42,9 @@ class ProjectInstructions:
             note saying so.
         size: The files' size in all, in bytes (before any cut).
         truncated: The text was cut at ``max_bytes``.
+        skipped: The instruction files not read, each with why, as
+            ``(path, "it leads to /home/me/.aws/credentials, outside /src/project")``:
+            links to files outside ``root``.
     """
 
     root: Path
@@ -49,6 +52,7 @@ class ProjectInstructions:
     text: str
     size: int
     truncated: bool = False
+    skipped: tuple[tuple[Path, str], ...] = ()
 
 
 def find_repository_top(start: str | os.PathLike[str]) -> Path | None:
@@ -75,6 +79,12 @@ def _same_file(path: Path, seen: list[Path]) -> bool:
     return False
 
 
+def _under(real: str, root: Path) -> bool:
+    """Whether the real path ``real`` is in the tree of ``root`` (itself resolved)."""
+    top = os.path.realpath(root)
+    return real == top or real.startswith(top.rstrip(os.sep) + os.sep)
+
+
 def _cut(data: bytes, limit: int) -> str:
     """The first ``limit`` bytes of ``data`` as text, never splitting a character."""
     return data[:limit].decode("utf-8", errors="ignore")
@@ -92,8 +102,11 @@ def project_instructions(
     :func:`find_repository_top`; outside a repository, ``start`` alone) down
     to ``start``, the files named ``names`` (``AGENTS.md``, then ``CLAUDE.md``)
     are read. A file linked to one already read, an empty file and one that
-    cannot be read are left out. The more specific files come last, so a
-    model reading the text top to bottom meets them last.
+    cannot be read are left out. So is a file whose real path (all links
+    followed) is outside the repository (or ``start``, outside one): a
+    repository's ``AGENTS.md`` may be a link to ``~/.aws/credentials``, which
+    must not reach a model; those are listed in ``skipped``. The more specific
+    files come last, so a model reading the text top to bottom meets them last.
 
     The text is cut at ``max_bytes`` (of UTF-8), with a last line saying how
     much was left out: instruction files are meant to be short.
@@ -115,7 +128,8 @@ def project_instructions(
     No new dependencies.
 
     Returns:
-        The instructions, or None when there are none.
+        The instructions, or None when there are none. When every file found
+        was skipped, the value has no ``files`` and an empty ``text``.
 
     Raises:
         ValueError: ``max_bytes`` is not positive.
@@ -130,10 +144,15 @@ def project_instructions(
         chain.append(chain[-1] / part)
     files: list[Path] = []
     parts: list[tuple[Path, bytes]] = []
+    skipped: list[tuple[Path, str]] = []
     for directory in chain:
         for name in names:
             path = directory / name
             if not path.is_file() or _same_file(path, files):
+                continue
+            real = os.path.realpath(path)
+            if not _under(real, root):
+                skipped.append((path, f"it leads to {real}, outside {root}"))
                 continue
             try:
                 data = path.read_bytes()
@@ -144,6 +163,8 @@ def project_instructions(
             files.append(path)
             parts.append((path, data.strip()))
     if not parts:
+        if skipped:
+            return ProjectInstructions(root=root, files=(), text="", size=0, skipped=tuple(skipped))
         return None
     size = sum(len(data) for _, data in parts)
     sections: list[str] = []
@@ -166,5 +187,10 @@ def project_instructions(
         sections.append(heading + data.decode("utf-8", errors="replace"))
         used += len(heading.encode()) + len(data) + 2
     return ProjectInstructions(
-        root=root, files=tuple(files), text="\n\n".join(sections), size=size, truncated=truncated
+        root=root,
+        files=tuple(files),
+        text="\n\n".join(sections),
+        size=size,
+        truncated=truncated,
+        skipped=tuple(skipped),
     )

@@ -44,7 +44,7 @@ def run(tmp_path: Path, *flags: str, settings: str | None = None) -> tuple[list[
     env = {**cli_env(tmp_path / "h"), "TMPDIR": str(tmp)}
     done = subprocess.run(
         [sys.executable, "-m", "agentloop", "--model", f"scripted:{script}", "-C", str(work),
-         *flags, "-p", "go"],
+         *flags, *(["--trust"] if settings is not None else []), "-p", "go"],
         cwd=tmp_path, env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True,
         timeout=60, check=False,
     )  # fmt: skip
@@ -67,7 +67,8 @@ def test_auto_runs_sandboxed_commands_without_asking(tmp_path: Path) -> None:
     tmp, work = tmp_path / "tmp", tmp_path / "work"
     assert lines == [
         "agentloop: commands run in a sandbox: they can write only under the working "
-        f"directory, {tmp} (anything else fails with 'Permission denied').{PROTECTED}",
+        f"directory, {tmp} (anything else fails with 'Permission denied'), read only those "
+        f"and the system directories, and cannot open network connections.{PROTECTED}",
         "",
         "Writing.",
         '→ bash(command="touch inside.txt && touch ../outside/x.txt")',

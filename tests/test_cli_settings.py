@@ -25,12 +25,12 @@ from agentloop._cli._settings import (
     SandboxSettings,
     Settings,
     SettingsError,
-    load_settings,
     project_settings_path,
     read_settings,
     user_settings_path,
 )
 from agentloop._cli._setup import make_permissions
+from agentloop._cli._trust import load_settings
 
 MCP_SERVERS = Path(__file__).parent / "mcp_servers.py"
 
@@ -70,7 +70,9 @@ def test_where_the_files_are(tmp_path: Path) -> None:
 
 
 def test_no_files_no_settings(tmp_path: Path) -> None:
-    assert load_settings(tmp_path, {"AGENTLOOP_HOME": str(tmp_path / "h")}) == Settings()
+    assert load_settings(tmp_path, {"AGENTLOOP_HOME": str(tmp_path / "h")}, trusted=False) == (
+        Settings()
+    )
 
 
 # --------------------------------------------------------------------------- what
@@ -100,7 +102,7 @@ read = ["~/notes", "/opt/data"]
 write = ["build"]
 """,
     )
-    settings = load_settings(top / "src", {"AGENTLOOP_HOME": str(tmp_path / "h")})
+    settings = load_settings(top / "src", {"AGENTLOOP_HOME": str(tmp_path / "h")}, trusted=True)
     assert settings == Settings(
         model="openai:qwen3",
         base_url="http://localhost:11434/v1",
@@ -157,7 +159,7 @@ read = "all"
     ("text", "problem"),
     [
         ('modle = "x"', "unknown key 'modle' (known: model, base_url, api_key_env, "
-         "output_format, permissions, sandbox, mcp_servers)"),
+         "output_format, permissions, sandbox, mcp_servers, trust)"),
         ("model = 3", "model must be a non-empty string, not a number (3)"),
         ('model = ""', "model must be a non-empty string, not a string ('')"),
         ('output_format = "yaml"',
@@ -237,7 +239,7 @@ allow = ["bash(npm test)"]
 command = "b2"
 """,
     )
-    settings = load_settings(top / "src", {"AGENTLOOP_HOME": str(home)})
+    settings = load_settings(top / "src", {"AGENTLOOP_HOME": str(home)}, trusted=True)
     assert settings.sources == (user, mine)
     # The model comes with its own base_url: the user's does not stick to the project's.
     assert (settings.model, settings.base_url, settings.model_source) == (
@@ -346,7 +348,7 @@ def test_the_program_follows_the_settings(tmp_path: Path) -> None:
         top / ".agentloop" / "settings.toml",
         f'model = "scripted:{turns}"\n[permissions]\nallow = ["bash(echo *)"]\n',
     )
-    done = run("-p", "hi", cwd=top / "src", home=home)
+    done = run("-p", "hi", "--trust", cwd=top / "src", home=home)
     assert done.returncode == 0, done.stderr
     result = json.loads(done.stdout)
     assert (result["result"], result["model"], result["stop_reason"]["kind"]) == (
@@ -390,7 +392,7 @@ def test_mcp_servers_from_the_settings(tmp_path: Path) -> None:
     )
     turns = script(tmp_path / "s.json", [])
     done = subprocess.run(
-        [sys.executable, "-m", "agentloop", "--model", f"scripted:{turns}"],
+        [sys.executable, "-m", "agentloop", "--model", f"scripted:{turns}", "--trust"],
         cwd=top, env=env_for(home), input="/tools\n", capture_output=True, text=True,
         timeout=60, check=False,
     )  # fmt: skip
@@ -448,6 +450,7 @@ def test_terminal_settings_and_instructions(
     home, top = tmp_path / "home", project(tmp_path)
     write(top / "AGENTS.md", "Use tabs.\n")
     write(top / "src" / "CLAUDE.md", "Be brief.\n")
+    write(home / "settings.toml", f"[trust]\nfolders = [{json.dumps(str(top))}]\n")
     turns = script(tmp_path / "s.json", ECHO)
     write(
         top / ".agentloop" / "settings.toml",

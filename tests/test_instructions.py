@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -132,4 +133,99 @@ def test_the_terminal_agent_puts_them_in_its_system_prompt(tmp_path: Path) -> No
     assert instructions_note(big) == (
         "agentloop: project instructions from AGENTS.md, CLAUDE.md; cut at the size limit "
         "(the files hold 17 bytes)."
+    )
+
+
+# --------------------------------------------------------------------------- links out
+
+
+@pytest.mark.skipif(not hasattr(os, "symlink"), reason="no symlinks")
+def test_a_link_to_a_file_outside_the_repository_is_not_read(tmp_path: Path) -> None:
+    """AGENTS.md -> ~/.aws/credentials: left out, and said; a link inside the tree is read."""
+    secret = tmp_path / "home" / ".aws" / "credentials"
+    secret.parent.mkdir(parents=True)
+    secret.write_text("aws_secret_access_key = SECRET\n")
+    top = repo(tmp_path, {"docs/rules.md": "Use tabs.", "sub/x.txt": ""})
+    (top / "AGENTS.md").symlink_to(secret)
+    (top / "CLAUDE.md").symlink_to("docs/rules.md")  # inside the tree: read
+    (top / "sub" / "AGENTS.md").symlink_to("../../home/.aws/credentials")
+    found = al.project_instructions(top / "sub")
+    assert found is not None
+    assert found.files == (top / "CLAUDE.md",)
+    assert found.text == "# Instructions from CLAUDE.md\n\nUse tabs."
+    assert found.skipped == (
+        (top / "AGENTS.md", f"it leads to {secret}, outside {top}"),
+        (top / "sub" / "AGENTS.md", f"it leads to {secret}, outside {top}"),
+    )
+    assert "SECRET" not in found.text
+
+
+@pytest.mark.skipif(not hasattr(os, "symlink"), reason="no symlinks")
+def test_only_links_out_is_an_empty_text_that_says_why(tmp_path: Path) -> None:
+    from agentloop._cli._setup import instructions_note, system_prompt
+
+    outside = tmp_path / "notes.md"
+    outside.write_text("SECRET")
+    loose = tmp_path / "work"  # no repository: the tree is the directory's
+    loose.mkdir()
+    (loose / "AGENTS.md").symlink_to(outside)
+    found = al.project_instructions(loose)
+    assert found == al.ProjectInstructions(
+        root=loose,
+        files=(),
+        text="",
+        size=0,
+        skipped=((loose / "AGENTS.md", f"it leads to {outside}, outside {loose}"),),
+    )
+    assert system_prompt(loose, found) == system_prompt(loose)
+    assert instructions_note(found) == (
+        "agentloop: no project instructions read; left out: AGENTS.md (it leads to "
+        f"{outside}, outside {loose})."
+    )
+
+
+@pytest.mark.skipif(not hasattr(os, "symlink"), reason="no symlinks")
+def test_the_note_shows_a_link_targets_control_characters_escaped(tmp_path: Path) -> None:
+    from agentloop._cli._setup import instructions_note
+
+    outside = tmp_path / "x\x1b[2Jy"
+    outside.write_text("SECRET")
+    top = repo(tmp_path, {"AGENTS.md": "Run nox."})
+    (top / "CLAUDE.md").symlink_to(outside)
+    found = al.project_instructions(top)
+    assert found is not None
+    assert instructions_note(found) == (
+        "agentloop: project instructions from AGENTS.md; left out: CLAUDE.md (it leads to "
+        f"{tmp_path}/x\\x1b[2Jy, outside {top})."
+    )
+
+
+@pytest.mark.skipif(not hasattr(os, "symlink"), reason="no symlinks")
+async def test_the_terminal_agent_sends_no_file_from_outside_to_the_model(tmp_path: Path) -> None:
+    """The real program, a real server for the model: the request holds no byte of the
+    linked file, and the first lines say which file was left out and why."""
+    import trio
+    from sse_server import Reply, serve
+
+    fixture = Path(__file__).parent / "fixtures" / "openai" / "text_usage.sse"
+    secret = tmp_path / "home" / ".aws" / "credentials"
+    secret.parent.mkdir(parents=True)
+    secret.write_text("aws_secret_access_key = SECRET-KEY-123\n")
+    top = repo(tmp_path, {"AGENTS.md": "Run nox."})
+    (top / "CLAUDE.md").symlink_to(secret)
+    env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
+    env |= {"AGENTLOOP_HOME": str(tmp_path / "config"), "OPENAI_API_KEY": "sk-test"}
+    async with serve(Reply([fixture.read_bytes()])) as server:
+        done = await trio.run_process(
+            [sys.executable, "-m", "agentloop", "--model", "openai:qwen3", "--base-url",
+             f"{server.url}/v1", "-p", "hi"],
+            cwd=top, env=env, stdin=b"", capture_stdout=True, capture_stderr=True, check=False,
+        )  # fmt: skip
+    assert done.returncode == 0, done.stderr.decode()
+    assert len(server.requests) == 1
+    assert b"Run nox." in server.requests[0].body
+    assert b"SECRET-KEY-123" not in server.requests[0].body
+    assert done.stdout.decode().splitlines()[1] == (
+        f"agentloop: project instructions from AGENTS.md; left out: CLAUDE.md (it leads to "
+        f"{secret}, outside {top})."
     )

@@ -1,7 +1,8 @@
 """The terminal agent behind ``python -m agentloop`` and the ``agentloop`` command.
 
 Modules: ``_args`` (the command line), ``_settings`` (the settings files),
-``_models`` (which model), ``_setup`` (tools, permissions, system prompt),
+``_widening`` and ``_trust`` (what of a project's settings applies: folder
+trust), ``_models`` (which model), ``_setup`` (tools, permissions, system prompt),
 ``_render`` (events on the screen), ``_output`` (JSON output for scripts),
 ``_input`` (terminal lines under trio), ``_commands`` (slash commands' texts)
 and ``_app`` (the loop that ties them together).
@@ -21,7 +22,8 @@ from ._args import Options, apply_settings, parse_args
 from ._models import ModelChoice, ModelError, choose_model, demo_workspace
 from ._output import JsonOutput
 from ._render import Renderer, Screen, make_console
-from ._settings import SettingsError, load_settings
+from ._settings import SettingsError
+from ._trust import settle_settings
 
 __all__ = [
     "App",
@@ -59,7 +61,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """
     options = parse_args(argv)
     try:
-        options = apply_settings(options, load_settings(options.directory, os.environ))
+        options = apply_settings(options, settle_settings(options, os.environ))
     except SettingsError as error:
         print(f"agentloop: {error}", file=sys.stderr)
         return 2

@@ -44,7 +44,10 @@ The exit status says how the run ended: 0 completed, 1 an error, 3 a limit
 
 Settings: ~/.config/agentloop/settings.toml (or $XDG_CONFIG_HOME/agentloop/, or
 $AGENTLOOP_HOME/), then .agentloop/settings.toml at the top of the project;
-the command line overrides both.
+the command line overrides both. What a project's file would allow beyond
+yours applies only in a folder you trusted: an interactive session asks once
+(and asks again when the file changes); with -p it is left out, with a warning,
+unless --trust is given.
 
 Sessions are saved under $AGENTLOOP_HOME/sessions (default:
 $XDG_DATA_HOME/agentloop/sessions, or ~/.local/share/agentloop/sessions). Each
@@ -77,6 +80,8 @@ class Options:
             (``--sandbox`` and ``--auto`` turn it on).
         sandbox_flag: ``"on"`` for ``--sandbox``, ``"auto"`` for ``--auto``.
         settings_sources: The settings files read, in the order they apply.
+        trust: ``--trust``: the project's settings apply in full, for this run,
+            whether the folder is trusted or not.
     """
 
     prompt: str | None = None
@@ -96,6 +101,7 @@ class Options:
     sandbox: SandboxSettings | None = None
     sandbox_flag: Literal["on", "auto"] | None = None
     settings_sources: tuple[Path, ...] = ()
+    trust: bool = False
 
     @property
     def format(self) -> OutputFormat:
@@ -172,12 +178,19 @@ def build_parser() -> argparse.ArgumentParser:
         "--sandbox",
         action="store_true",
         help="run commands in the sandbox: they may write only under the directory and "
-        "the temporary one (Linux, Landlock)",
+        "the temporary one, read only those and the system's directories, and not use the "
+        "network, unless your settings say otherwise (Linux, Landlock)",
     )
     parser.add_argument(
         "--auto",
         action="store_true",
         help="--sandbox, and sandboxed commands run without asking (unsandboxed ones still ask)",
+    )
+    parser.add_argument(
+        "--trust",
+        action="store_true",
+        help="apply the project's settings (.agentloop/settings.toml) in full for this run, "
+        "even where the folder is not trusted (for scripts and CI; nothing is remembered)",
     )
     parser.add_argument("--version", action="version", version=f"agentloop {__version__}")
     parser.add_argument(
@@ -249,6 +262,7 @@ def parse_args(argv: Sequence[str] | None = None) -> Options:
         output_format=args.output_format,
         max_turns=args.max_turns,
         sandbox_flag="auto" if args.auto else "on" if args.sandbox else None,
+        trust=args.trust,
     )
 
 

@@ -3,18 +3,28 @@
 The user's file is ``$AGENTLOOP_HOME/settings.toml`` when ``AGENTLOOP_HOME`` is
 set, else ``$XDG_CONFIG_HOME/agentloop/settings.toml``, else
 ``~/.config/agentloop/settings.toml``. The project's is
-``.agentloop/settings.toml`` at the top of the repository (the nearest
-directory up from the working directory holding ``.git``), else in the working
-directory. Neither needs to exist.
+``.agentloop/settings.toml`` in the project's folder: the top of the repository
+(the nearest directory up from the working directory holding ``.git``), else
+the working directory. Neither needs to exist.
 
 A key the project's file sets replaces the user's; in the tables
-(``[permissions]``, ``[sandbox]``, ``[mcp_servers]``) key by key. ``model``,
+(``[permissions]``, ``[sandbox]``, ``[mcp_servers]``) key by key; but ``deny``
+and ``ask`` rules add up: a project never removes the user's. ``model``,
 ``base_url`` and ``api_key_env`` go together: they come from the file that
 names the ``model`` (or from the command line, when ``--model`` is given).
+
+This module reads and merges; which part of a project's file applies (all of
+it in a trusted folder, else only what narrows) is decided by ``_trust`` and
+``_widening``. A project's file, and the ``mcp_servers`` file it names, are read
+only if they really are in the project's folder (not links out of it).
 """
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
+import json
+import os
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
@@ -26,15 +36,23 @@ from .._errors import AgentloopError
 from .._instructions import find_repository_top
 
 __all__ = [
+    "FLAG_SANDBOX_DEFAULTS",
     "OUTPUT_FORMATS",
+    "McpFile",
     "OutputFormat",
     "PermissionSettings",
     "SandboxSettings",
     "Settings",
     "SettingsError",
-    "load_settings",
+    "SettingsFiles",
+    "inside",
+    "merge_settings",
+    "project_folder",
+    "parse_settings",
     "project_settings_path",
     "read_settings",
+    "read_settings_files",
+    "sha256",
     "user_settings_path",
 ]
 
@@ -50,9 +68,15 @@ _TOP_KEYS = (
     "permissions",
     "sandbox",
     "mcp_servers",
+    "trust",
 )
 _PERMISSION_KEYS = ("allow", "ask", "deny", "default", "sandboxed")
 _SANDBOX_KEYS = ("enabled", "network", "read", "write")
+_TRUST_KEYS = ("folders",)
+
+#: What ``--sandbox`` and ``--auto`` change in the sandbox's defaults: under the
+#: settings, so that a file that says otherwise (the user's, a trusted project's) wins.
+FLAG_SANDBOX_DEFAULTS: Mapping[str, Any] = {"network": False, "read": "restricted"}
 
 
 class SettingsError(AgentloopError, ValueError):
@@ -113,10 +137,13 @@ class Settings:
         api_key_env: As ``--api-key-env``.
         output_format: As ``--output-format``: ``text``, ``json``, ``stream-json``.
         permissions: The ``[permissions]`` rules.
-        sandbox: The ``[sandbox]`` table; None when no file has one.
+        sandbox: The ``[sandbox]`` table (over :data:`FLAG_SANDBOX_DEFAULTS`
+            with ``--sandbox`` or ``--auto``); None when no file has one and no
+            flag turns the sandbox on.
         mcp_servers: As ``--mcp-config``: a file's path (relative to the
             settings file it is in) or the servers as in an ``mcpServers``
-            object (``{"mcpServers": {...}}``).
+            object (``{"mcpServers": {...}}``); a project's file is read with
+            the settings, and is that object.
         sources: The files read, in the order they apply (the user's first).
         model_source: The file that named ``model`` (None: no file did).
     """
@@ -142,10 +169,28 @@ def user_settings_path(environ: Mapping[str, str]) -> Path:
     return base / "agentloop" / "settings.toml"
 
 
+def project_folder(directory: Path) -> Path:
+    """The project's folder, for an agent working in ``directory``: the top of its
+    repository, else ``directory`` itself (resolved). Its settings are in it, and it
+    is what the user trusts."""
+    top = find_repository_top(directory)
+    return top if top is not None else Path(directory).resolve()
+
+
 def project_settings_path(directory: Path) -> Path:
     """Where the project's settings are, for an agent working in ``directory``."""
-    top = find_repository_top(directory)
-    return (top if top is not None else directory) / ".agentloop" / "settings.toml"
+    return project_folder(directory) / ".agentloop" / "settings.toml"
+
+
+def inside(path: str | os.PathLike[str], folder: str | os.PathLike[str]) -> bool:
+    """Whether ``path`` is ``folder`` or under it, all links followed (on both)."""
+    real, top = os.path.realpath(path), os.path.realpath(folder)
+    return real == top or real.startswith(top.rstrip(os.sep) + os.sep)
+
+
+def sha256(data: bytes) -> str:
+    """The SHA-256 of ``data``, as trust records keep it: ``"sha256:<hex>"``."""
+    return "sha256:" + hashlib.sha256(data).hexdigest()
 
 
 def _type_name(value: object) -> str:
@@ -217,12 +262,25 @@ def read_settings(path: Path) -> dict[str, Any] | None:
         SettingsError: the file cannot be read, is not TOML, or has an unknown
             key or a value of the wrong type.
     """
+    raw = _read(path)
+    return None if raw is None else parse_settings(path, raw)
+
+
+def _read(path: Path) -> bytes | None:
     try:
-        raw = path.read_bytes()
+        return path.read_bytes()
     except FileNotFoundError:
         return None
     except OSError as error:
         raise SettingsError(f"cannot read {path}: {error.strerror or error}") from error
+
+
+def parse_settings(path: Path, raw: bytes) -> dict[str, Any]:
+    """The checked data of the settings file ``path`` holding ``raw`` (see :func:`read_settings`).
+
+    Raises:
+        SettingsError: as :func:`read_settings`.
+    """
     try:
         data = tomllib.loads(raw.decode("utf-8"))
     except UnicodeDecodeError as error:
@@ -264,7 +322,26 @@ def read_settings(path: Path) -> dict[str, Any] | None:
     servers = data.get("mcp_servers")
     if servers is not None:
         found["mcp_servers"] = _mcp_servers(file, servers)
+    trust = file.table("trust")
+    if trust is not None:
+        found["trust"] = _trust(file, trust)
     return found
+
+
+def _trust(file: _File, table: Mapping[str, Any]) -> dict[str, Any]:
+    for key in table:
+        if key not in _TRUST_KEYS:
+            raise file.unknown("trust", key, _TRUST_KEYS)
+    folders = file.strings(table, "folders", "trust.folders") or ()
+    resolved = []
+    for folder in folders:
+        path = Path(folder).expanduser()
+        if not path.is_absolute():
+            raise SettingsError(
+                f"{file.path}: trust.folders: {folder!r} is not an absolute path (nor ~/...)"
+            )
+        resolved.append(Path(os.path.realpath(path)))
+    return {"folders": tuple(resolved)}
 
 
 def _permissions(file: _File, table: Mapping[str, Any]) -> dict[str, Any]:
@@ -340,7 +417,106 @@ def _mcp_servers(file: _File, value: object) -> Path | dict[str, Any]:
     return dict(value)
 
 
-def _merge(lower: dict[str, Any], upper: dict[str, Any]) -> dict[str, Any]:
+@attrs.frozen(kw_only=True)
+class McpFile:
+    """A project's ``mcp_servers`` file, read with the settings: the servers that run
+    are the ones the trust was given for, whatever the file holds later.
+
+    Attributes:
+        path: The file.
+        config: Its JSON (an ``mcpServers`` object, if well made); None: it
+            cannot be read or is not JSON (the agent says so when it uses it).
+    """
+
+    path: Path
+    config: Any
+
+
+@attrs.frozen(kw_only=True)
+class SettingsFiles:
+    """The user's and the project's settings files, read and checked, not merged yet.
+
+    Attributes:
+        user_path: Where the user's file is (it need not exist).
+        user: Its data (as :func:`read_settings` gives it); None: no file.
+        folder: The project's folder (see :func:`project_folder`).
+        project_path: Where the project's file is.
+        project: Its data; None: no file, or one that is not read (see ``notes``).
+            A ``mcp_servers`` path in it is a :class:`McpFile`.
+        fingerprints: The project's files the data was read from (the settings
+            file, its ``mcp_servers`` file), with their :func:`sha256` (``"absent"``:
+            a file that cannot be read).
+        notes: What was left out, and why: one line each, for the user.
+    """
+
+    user_path: Path
+    user: Mapping[str, Any] | None = None
+    folder: Path
+    project_path: Path
+    project: Mapping[str, Any] | None = None
+    fingerprints: Mapping[Path, str] = attrs.field(factory=dict)
+    notes: tuple[str, ...] = ()
+
+
+def read_settings_files(directory: Path, environ: Mapping[str, str]) -> SettingsFiles:
+    """The user's file and the project's, for an agent working in ``directory``.
+
+    A project's file (or the ``.agentloop`` directory) that is a link to a place
+    outside the project's folder is not read, and neither is a ``mcp_servers``
+    file outside it: each is a note. The project's ``mcp_servers`` file is read
+    now (see :class:`McpFile`).
+
+    Raises:
+        SettingsError: a file cannot be used (see :func:`read_settings`), or
+            the project's file sets ``trust``.
+    """
+    user_path = user_settings_path(environ)
+    user = read_settings(user_path)
+    folder = project_folder(directory)
+    path = folder / ".agentloop" / "settings.toml"
+    files = SettingsFiles(user_path=user_path, user=user, folder=folder, project_path=path)
+    if os.path.realpath(path) == os.path.realpath(user_path) or not path.exists():
+        return files
+    if not inside(path, folder):
+        note = (
+            f"agentloop: {path} is not read: it leads to {os.path.realpath(path)}, outside "
+            f"the project's folder ({folder})"
+        )
+        return attrs.evolve(files, notes=(note,))
+    raw = _read(path)
+    if raw is None:
+        return files
+    project = parse_settings(path, raw)
+    if "trust" in project:
+        raise SettingsError(
+            f"{path}: trust: a project's settings cannot say which folders are trusted "
+            f"(only yours can, in {user_path})"
+        )
+    fingerprints = {path: sha256(raw)}
+    notes: list[str] = []
+    servers = project.get("mcp_servers")
+    if isinstance(servers, Path):
+        del project["mcp_servers"]
+        if servers.exists() and not inside(servers, folder):
+            notes.append(
+                f"agentloop: mcp_servers of {path} is not read: {servers} leads to "
+                f"{os.path.realpath(servers)}, outside the project's folder ({folder})"
+            )
+        else:
+            config: Any = None  # unreadable: the agent says why when it connects
+            try:
+                data = servers.read_bytes()
+            except OSError:
+                fingerprints[servers] = "absent"
+            else:
+                fingerprints[servers] = sha256(data)
+                with contextlib.suppress(UnicodeDecodeError, json.JSONDecodeError):
+                    config = json.loads(data.decode("utf-8"))
+            project["mcp_servers"] = McpFile(path=servers, config=config)
+    return attrs.evolve(files, project=project, fingerprints=fingerprints, notes=tuple(notes))
+
+
+def _merge(lower: dict[str, Any], upper: Mapping[str, Any]) -> dict[str, Any]:
     """``upper`` over ``lower``: tables key by key, other values whole."""
     merged = dict(lower)
     for key, value in upper.items():
@@ -352,38 +528,57 @@ def _merge(lower: dict[str, Any], upper: dict[str, Any]) -> dict[str, Any]:
     return merged
 
 
-def load_settings(directory: Path, environ: Mapping[str, str]) -> Settings:
-    """The user's settings with the project's over them (see the module docstring).
+def merge_settings(
+    files: SettingsFiles,
+    project: Mapping[str, Any] | None,
+    *,
+    sandbox_flag: Literal["on", "auto"] | None = None,
+) -> Settings:
+    """The user's settings with ``project`` (the part of the project's that applies) over them.
 
-    Raises:
-        SettingsError: a file cannot be used; the message names it, the key and
-            what is wanted.
+    ``deny`` and ``ask`` rules add up: the project's join the user's, never
+    replace them. With ``sandbox_flag`` (``--sandbox``, ``--auto``), the sandbox
+    defaults to :data:`FLAG_SANDBOX_DEFAULTS` where no file says otherwise.
     """
     merged: dict[str, Any] = {}
-    sources: list[Path] = []
     model_source: Path | None = None
-    for path in (user_settings_path(environ), project_settings_path(directory)):
-        data = read_settings(path)
-        if data is None or path in sources:
+    layers = ((files.user_path, files.user), (files.project_path, project))
+    for path, data in layers:
+        if data is None:
             continue
-        sources.append(path)
         if "model" in data:  # the model, its server and its key's variable: one choice
             for key in ("model", "base_url", "api_key_env"):
                 merged.pop(key, None)
             model_source = path
         merged = _merge(merged, data)
+    permissions = dict(merged.get("permissions", {}))
+    for key in ("deny", "ask"):
+        rules = [
+            rule for _, data in layers for rule in (data or {}).get("permissions", {}).get(key, ())
+        ]
+        if rules:
+            permissions[key] = tuple(dict.fromkeys(rules))
     servers = merged.get("mcp_servers")
-    if isinstance(servers, dict):
+    if isinstance(servers, McpFile):
+        servers = servers.path if servers.config is None else servers.config
+    elif isinstance(servers, dict):
         servers = {"mcpServers": servers}
     sandbox = merged.get("sandbox")
+    if sandbox_flag is not None:
+        sandbox = {**FLAG_SANDBOX_DEFAULTS, **(sandbox or {})}
+    sources = tuple(
+        path
+        for path, data in ((files.user_path, files.user), (files.project_path, files.project))
+        if data is not None
+    )
     return Settings(
         model=merged.get("model"),
         base_url=merged.get("base_url"),
         api_key_env=merged.get("api_key_env"),
         output_format=merged.get("output_format"),
-        permissions=PermissionSettings(**merged.get("permissions", {})),
+        permissions=PermissionSettings(**permissions),
         sandbox=None if sandbox is None else SandboxSettings(**sandbox),
         mcp_servers=servers,
-        sources=tuple(sources),
+        sources=sources,
         model_source=model_source,
     )

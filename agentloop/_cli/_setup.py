@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -15,9 +16,10 @@ from .._instructions import ProjectInstructions
 from .._permissions import Approver, PermissionRequest, Permissions
 from .._tool import AgentTool
 from ..openapi import OpenApiConfig, OpenApiError, OpenApiToolAdapter
-from ..tools import Sandbox, default_tools
+from ..tools import DEFAULT_PROTECT, Sandbox, default_tools
 from ._render import Screen, summarize_args
-from ._settings import PermissionSettings, SandboxSettings
+from ._settings import PermissionSettings, SandboxSettings, user_settings_path
+from ._widening import visible
 
 __all__ = [
     "ASKING_TOOLS",
@@ -29,6 +31,7 @@ __all__ = [
     "make_permissions",
     "mcp_tools",
     "openapi_tools",
+    "program_paths",
     "system_prompt",
 ]
 
@@ -51,7 +54,7 @@ def system_prompt(root: Path, instructions: ProjectInstructions | None = None) -
         "relative to that directory. Be concise. When you change something, say what you "
         "changed."
     )
-    if instructions is None:
+    if instructions is None or not instructions.text:
         return prompt
     return (
         f"{prompt}\n\nThe project's instructions follow, from its instruction files; "
@@ -60,37 +63,77 @@ def system_prompt(root: Path, instructions: ProjectInstructions | None = None) -
 
 
 def instructions_note(instructions: ProjectInstructions) -> str:
-    """The line that says which instruction files the agent read."""
-    names = []
-    for path in instructions.files:
+    """The line that says which instruction files the agent read, and which it left out."""
+
+    def name(path: Path) -> str:
         try:
-            names.append(path.relative_to(instructions.root).as_posix())
+            return path.relative_to(instructions.root).as_posix()
         except ValueError:
-            names.append(str(path))
-    cut = ""
+            return str(path)
+
+    if instructions.files:
+        note = "agentloop: project instructions from " + ", ".join(map(name, instructions.files))
+    else:
+        note = "agentloop: no project instructions read"
     if instructions.truncated:
-        cut = f"; cut at the size limit (the files hold {instructions.size} bytes)"
-    return f"agentloop: project instructions from {', '.join(names)}{cut}."
+        note += f"; cut at the size limit (the files hold {instructions.size} bytes)"
+    if instructions.skipped:
+        left = ", ".join(f"{name(path)} ({why})" for path, why in instructions.skipped)
+        note += f"; left out: {left}"
+    return visible(note + ".")
+
+
+def program_paths(environ: Mapping[str, str]) -> tuple[str, ...]:
+    """What commands read besides the system's directories to run at all: the
+    directories on ``PATH`` (the user's programs: ``~/.local/bin``, ``~/.cargo/bin``...;
+    not the home directory itself nor one above it) and git's configuration
+    (``~/.gitconfig``, ``~/.config/git``: git stops when it cannot read them)."""
+    home = os.path.realpath(environ.get("HOME") or os.path.expanduser("~"))
+    paths: list[str] = []
+    for entry in environ.get("PATH", "").split(os.pathsep):
+        if not os.path.isabs(entry):
+            continue
+        real = os.path.realpath(entry)
+        if real == home or home.startswith(real.rstrip(os.sep) + os.sep) or real == os.sep:
+            continue
+        paths.append(entry)
+    config = environ.get("XDG_CONFIG_HOME") or os.path.join(home, ".config")
+    paths += [os.path.join(home, ".gitconfig"), os.path.join(config, "git")]
+    return tuple(dict.fromkeys(paths))
 
 
 def builtin_tools(
-    root: Path, sandbox: SandboxSettings | None
+    root: Path, sandbox: SandboxSettings | None, environ: Mapping[str, str] | None = None
 ) -> tuple[list[AgentTool], str | None]:
     """The built-in tools working in ``root``, and a line to show about the sandbox, if any.
 
     With the settings' ``[sandbox] enabled = true`` (or ``--sandbox``, ``--auto``),
     ``bash`` (and the search tool's ripgrep) run their commands in a
     :class:`~agentloop.tools.Sandbox` made of the other keys, and the line says
-    where they may write. Where this system cannot enforce it, the commands run
-    unconfined (they are still asked about), and the line says why.
+    where they may write, and whether they may read everything and use the
+    network. With ``read = "restricted"``, commands may also read
+    :func:`program_paths` (of ``environ``, default ``os.environ``). Where this
+    system cannot enforce it, the commands run unconfined (they are still asked
+    about), and the line says why. When a writable path holds the user's
+    configuration directory (its trusted folders, its settings), that directory
+    stays read-only, as the project's own configuration does.
     """
     if sandbox is None or not sandbox.enabled:
         return list(default_tools(root)), None
+    environ = os.environ if environ is None else environ
+    readable = sandbox.readable
+    if sandbox.read == "restricted":
+        readable = (*readable, *program_paths(environ))
+    protect: tuple[str, ...] = DEFAULT_PROTECT
+    config = user_settings_path(environ).parent.resolve()
+    if any(config.is_relative_to(Path(path).expanduser().resolve()) for path in sandbox.write):
+        protect = (*protect, str(config))
     confined = Sandbox(
         write=sandbox.write,
         read=sandbox.read,
-        readable=sandbox.readable,
+        readable=readable,
         network=sandbox.network,
+        protect=protect,
     )
     status = confined.status()
     if status.available:

@@ -243,6 +243,8 @@ def _pairs(text: str, found: list[str] | None) -> str:
 
 
 def _url(url: str, found: list[str] | None) -> str:
+    if "@" not in url and "?" not in url and "#" not in url and not _TOKEN_IN_TEXT.search(url):
+        return url  # no user-info, no query, no fragment, no token: nothing to look at
     match = _AUTHORITY.match(url)
     if match is not None:
         head, authority, rest = url[: match.start(1)], match.group(1), url[match.end() :]

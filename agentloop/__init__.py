@@ -16,6 +16,7 @@ Names are imported from here; providers live in :mod:`agentloop.providers`.
 import logging as _logging
 import typing as _typing
 
+from . import _log
 from ._agent import Agent as Agent
 from ._agent import QueueMode as QueueMode
 from ._channel import EventReceiver as EventReceiver
@@ -115,6 +116,9 @@ __version__ = "0.1.0.dev0"
 _logger = _logging.getLogger("agentloop")
 if not any(isinstance(handler, _logging.NullHandler) for handler in _logger.handlers):
     _logger.addHandler(_logging.NullHandler())  # once, even if the module is reloaded
+# Credentials never reach a log record of agentloop's, its HTTP client's or the MCP SDK's
+# loggers, whatever the handlers (see agentloop/_log.py).
+_log.install()
 
 __all__ = [
     "Agent",

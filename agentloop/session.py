@@ -54,6 +54,7 @@ import attrs
 
 from . import _events as ev
 from ._errors import AgentloopError
+from ._secrets import redact_urls
 from ._tool import ToolResult, tool_traits
 from ._types import (
     AssistantMessage,
@@ -146,6 +147,17 @@ def new_session_path(directory: str | os.PathLike[str] | None = None) -> Path:
 # --------------------------------------------------------------------------- recording
 
 
+def _redact_meta(value: Any) -> Any:
+    """A header's ``meta`` with the credentials of the URLs in its strings redacted."""
+    if isinstance(value, str):
+        return redact_urls(value)
+    if isinstance(value, Mapping):
+        return {key: _redact_meta(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_redact_meta(item) for item in value]
+    return value
+
+
 class SessionRecorder:
     """Writes the events of runs to a session file, one JSON object per line.
 
@@ -154,7 +166,9 @@ class SessionRecorder:
     journal=recorder.record)``): the loop then hands it each event as it
     happens, before the consumer sees it, so a tool call's intent is on file
     before the tool starts and its result as soon as it ends. It writes the
-    header first. An existing file is appended to (a resumed session goes on
+    header first, with ``meta`` (its strings' URLs without their credentials:
+    a password, ``?key=``..., see :func:`agentloop._secrets.redact_url`). An
+    existing file is appended to (a resumed session goes on
     in the same file; a line torn by a crash is ended first). A sub-agent's
     events can be recorded too (its own ``journal``, or ``on_event``): they
     carry their own ``loop_id`` and are linked by the parent's
@@ -210,7 +224,7 @@ class SessionRecorder:
                     "format": SESSION_FORMAT,
                     "id": self.session_id,
                     "created": datetime.datetime.now(datetime.UTC).isoformat(),
-                    "meta": dict(meta or {}),
+                    "meta": _redact_meta(dict(meta or {})),
                 }
             )
             self.flush()

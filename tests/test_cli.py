@@ -906,13 +906,14 @@ def test_piped_session_asks_runs_and_records(tmp_path: Path) -> None:
 
 
 def test_one_shot_refuses_asked_calls_without_input(tmp_path: Path) -> None:
-    """-p with nothing to read: the asked call is refused, the model hears why, exit 0."""
+    """-p with nothing to read: the asked call is refused, the model hears why, exit 0;
+    the run on stderr, the answer alone on stdout."""
     script = write_script(tmp_path / "s.json", ECHO_HI)
     result = run_cli(
         "--model", f"scripted:{script}", "-p", "hello", home=tmp_path / "h", cwd=tmp_path
     )
-    assert (result.returncode, result.stderr) == (0, "")
-    lines = result.stdout.splitlines()
+    assert (result.returncode, result.stdout) == (0, "The command printed hi.\n")
+    lines = result.stderr.splitlines()
     assert lines[:9] == [
         f"agentloop: using the scripted model {script}.",
         "",
@@ -932,8 +933,8 @@ def test_one_shot_exits_1_when_the_model_fails(tmp_path: Path) -> None:
     """A run that ends in a model error exits with status 1, the error in the output."""
     script = write_script(tmp_path / "s.json", [])
     result = run_cli("--model", f"scripted:{script}", "go", home=tmp_path / "h", cwd=tmp_path)
-    assert result.returncode == 1
-    assert result.stdout.splitlines()[2:] == [
+    assert (result.returncode, result.stdout) == (1, "")  # no answer
+    assert result.stderr.splitlines()[2:] == [
         f"error: the script {script} has no turn left (all 0 played)",
         "[1 turn, 0 tokens in, 0 tokens out]",
     ]
@@ -952,8 +953,8 @@ def test_resume_continues_the_latest_session_in_the_same_file(tmp_path: Path) ->
     result = run_cli(
         "--model", f"scripted:{second}", "--resume", "-p", "second", home=home, cwd=tmp_path
     )
-    assert (result.returncode, result.stderr) == (0, "")
-    assert result.stdout.splitlines()[:4] == [
+    assert (result.returncode, result.stdout) == (0, "Two.\n")
+    assert result.stderr.splitlines()[:4] == [
         f"agentloop: using the scripted model {second}.",
         f"agentloop: resumed session {session.session_id}: 2 messages restored.",
         "",
@@ -1077,8 +1078,8 @@ def test_sessions_belong_to_the_directory_they_were_started_in(tmp_path: Path) -
 
     second = write_script(tmp_path / "2.json", [{"text": "Here in b."}])
     resumed = cli("--model", f"scripted:{second}", "--resume", sid, "--any-directory", "-p", "go")
-    assert (resumed.returncode, resumed.stderr) == (0, "")
-    assert resumed.stdout.splitlines()[:4] == [
+    assert (resumed.returncode, resumed.stdout) == (0, "Here in b.\n")
+    assert resumed.stderr.splitlines()[:4] == [
         f"agentloop: using the scripted model {second}.",
         f"agentloop: resumed session {sid} of {a}: 2 messages restored; the agent works in {b}.",
         "",
@@ -1111,7 +1112,7 @@ def test_sessions_belong_to_the_directory_they_were_started_in(tmp_path: Path) -
     ]
     # The session stays of the directory it was started in.
     back = run_cli("--model", f"scripted:{second}", "--resume", "-p", "hi", home=home, cwd=a)
-    assert back.stdout.splitlines()[1] == f"agentloop: resumed session {sid}: 4 messages restored."
+    assert back.stderr.splitlines()[1] == f"agentloop: resumed session {sid}: 4 messages restored."
 
 
 def dead_port() -> int:
@@ -1184,10 +1185,10 @@ def test_mcp_config_without_the_sdk(tmp_path: Path) -> None:
         [sys.executable, "-c", code], cwd=tmp_path, env=cli_env(tmp_path), capture_output=True,
         text=True, timeout=60, check=False, stdin=subprocess.DEVNULL,
     )  # fmt: skip
-    assert result.returncode == 2
-    assert result.stderr == (
+    assert (result.returncode, result.stdout) == (2, "")
+    assert result.stderr.splitlines()[-1] == (
         "agentloop: --mcp-config: agentloop.mcp needs the MCP SDK, which is not installed: "
-        "pip install 'agentloop[mcp]' (or: pip install 'mcp>=2.3')\n"
+        "pip install 'agentloop[mcp]' (or: pip install 'mcp>=2.3')"
     )
 
 
@@ -1203,9 +1204,9 @@ def test_openapi_tools_on_the_command_line(tmp_path: Path) -> None:
     failed = run_cli(
         "--model", "demo", "--openapi", "missing.yaml", "hi", home=tmp_path, cwd=tmp_path
     )
-    assert (failed.returncode, failed.stderr) == (
-        2,
-        "agentloop: --openapi missing.yaml: No such file or directory\n",
+    assert (failed.returncode, failed.stdout) == (2, "")
+    assert failed.stderr.splitlines()[-1] == (
+        "agentloop: --openapi missing.yaml: No such file or directory"
     )
 
 

@@ -36,10 +36,11 @@ def run(tmp_path: Path, script: list[dict[str, Any]], answers: str, *more: str) 
         "--model", f"scripted:{path}", "--mcp-config", str(mcp_config(tmp_path)), *more,
         "-p", "go", home=tmp_path / "h", cwd=tmp_path, input=answers,
     )  # fmt: skip
-    assert (result.returncode, result.stderr) == (0, ""), result.stderr
-    lines = result.stdout.splitlines()
+    assert result.returncode == 0, result.stderr
+    lines = result.stderr.splitlines()  # the run; the answer alone on stdout
     assert lines[:2] == [f"agentloop: using the scripted model {path}.", ""]
     assert STATUS.match(lines[-1])
+    assert result.stdout == lines[-2] + "\n"
     return lines[2:-1]
 
 
@@ -158,14 +159,15 @@ async def test_a_server_that_needs_oauth_works_with_no_configuration(tmp_path: P
             runs.append(done)
     first, second = runs
     assert (first.returncode, second.returncode) == (0, 0), first.stderr
-    for done in runs:
-        lines = done.stdout.decode().splitlines()
-        assert lines[5] == "✓ secure__whoami: You sent: Bearer ***", lines
     urls = browser_log.read_text().splitlines()
     assert len(urls) == 1  # the second run used the kept tokens
     assert urls[0].startswith(f"{server.base}/authorize?")
-    assert first.stderr.decode().splitlines() == [f"Authorize agentloop in your browser: {urls[0]}"]
-    assert second.stderr == b""
+    for done in runs:  # the answer alone on stdout, the run on stderr
+        assert done.stdout == b"Signed in.\n"
+        lines = done.stderr.decode().splitlines()
+        if done is first:
+            assert lines.pop(1) == f"Authorize agentloop in your browser: {urls[0]}"
+        assert lines[5] == "✓ secure__whoami: You sent: Bearer ***", lines
     store = tmp_path / "config" / "agentloop" / "mcp-oauth"
     assert oct(store.stat().st_mode & 0o777) == "0o700"
     assert [oct(f.stat().st_mode & 0o777) for f in store.iterdir()] == ["0o600"]

@@ -1,13 +1,15 @@
 """``agentloop -p PROMPT --output-format text|json|stream-json`` and the exit status.
 
 The real program runs as a process on a scripted model; standard output is
-checked whole: nothing but the chosen output is there.
+checked whole: nothing but the chosen output is there (with ``text``, the final
+answer alone; the run goes to standard error).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -21,6 +23,8 @@ import agentloop as al
 from agentloop._cli import parse_args
 from agentloop._cli._output import EXIT_STATUS, exit_status
 from agentloop.serialization import from_json
+
+STATUS = re.compile(r"^\[\d+ turns?, \d+ tokens in, \d+ tokens out(, \$\d+\.\d{4})?\]$")
 
 
 def env_for(home: Path) -> dict[str, str]:
@@ -123,18 +127,49 @@ def test_the_exit_status_says_how_the_run_ended(
         end = from_json(done.stdout.splitlines()[-1], al.AgentEvent)
         assert isinstance(end, al.AgentEnd)
         assert end.stop_reason.kind.value == kind
-    if output != "text" and status:  # said on stderr too
+    else:  # the answer of a run that completed, or nothing
+        assert done.stdout == ("Nothing here.\n" if status == 0 else "")
+    if status and (output != "text" or kind == "max_turns"):  # said on stderr too
         assert done.stderr.splitlines()[-1].startswith(f"agentloop: the run ended ({kind}): ")
 
 
-def test_text_is_the_run_as_on_the_screen(tmp_path: Path) -> None:
-    done = run(tmp_path, LIST, "--max-turns", "1")
-    assert done.returncode == 3
-    assert done.stdout.splitlines()[2:5] == [
+STEPS = [
+    {"text": "Let me look.", "calls": [{"name": "list_files", "args": {}}]},
+    {"thinking": "Empty?", "text": "Once more.", "calls": [{"name": "list_files", "args": {}}]},
+    {"text": "# Nothing here\n\nThe directory is *empty*."},
+]
+
+
+@pytest.mark.parametrize("flags", [[], ["--output-format", "text"]])
+def test_text_is_the_final_answer_alone_the_run_on_stderr(tmp_path: Path, flags: list[str]) -> None:
+    """`-p "..." > answer.md` leaves the last reply and a newline; banner, intermediate
+    text, thinking, tool lines and the status line go to stderr."""
+    done = run(tmp_path, STEPS, *flags)
+    assert (done.returncode, done.stdout) == (0, "# Nothing here\n\nThe directory is *empty*.\n")
+    lines = done.stderr.splitlines()
+    assert lines[:-1] == [
+        f"agentloop: using the scripted model {tmp_path / 's.json'}.",
+        "",
         "Let me look.",
         "→ list_files()",
         "✓ list_files: No files found in .",
+        "Empty?",
+        "Once more.",
+        "→ list_files()",
+        "✓ list_files: No files found in .",
+        "# Nothing here",
+        "",
+        "The directory is *empty*.",
     ]
+    assert STATUS.match(lines[-1])
+
+
+def test_text_adds_no_second_newline_and_keeps_the_answer_as_written(tmp_path: Path) -> None:
+    """An answer that ends its last line is written as is, control characters and all
+    (into a file: only a terminal gets them escaped)."""
+    done = run(tmp_path, [{"text": "line one\nline\ttwo \x1b[1mbold\x1b[0m\n"}])
+    assert (done.returncode, done.stdout) == (0, "line one\nline\ttwo \x1b[1mbold\x1b[0m\n")
+    assert done.stderr.splitlines()[2:4] == ["line one", "line    two \\x1b[1mbold\\x1b[0m"]
 
 
 def test_ctrl_c_aborts_with_130_and_still_writes_the_object(tmp_path: Path) -> None:

@@ -363,8 +363,8 @@ def test_the_program_follows_the_settings(tmp_path: Path) -> None:
         "-p", "hi", "--model", f"scripted:{other}", "--output-format", "text",
         cwd=top / "src", home=home,
     )  # fmt: skip
-    assert done.returncode == 0, done.stderr
-    assert done.stdout.splitlines()[:3] == [
+    assert (done.returncode, done.stdout) == (0, "Other.\n"), done.stderr
+    assert done.stderr.splitlines()[:3] == [
         f"agentloop: using the scripted model {other}.",
         "",
         "Other.",
@@ -426,9 +426,9 @@ def test_the_sandbox_of_the_settings_confines_commands(tmp_path: Path) -> None:
     status = sandbox_status(network=False)
     if status.available:
         assert not (outside / "outside.txt").exists()
-        assert "Permission denied" in done.stdout
+        assert "Permission denied" in done.stderr
     else:  # said, and the command ran unconfined
-        assert done.stdout.splitlines()[1] == (
+        assert done.stderr.splitlines()[1] == (
             f"agentloop: the sandbox is {status}: commands run without it (they are still "
             "asked about)"
         )

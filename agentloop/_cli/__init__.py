@@ -16,11 +16,13 @@ from collections.abc import Sequence
 
 import trio
 
+from .._secrets import redact_urls
 from .._util import raise_single
+from .._visible import visible
 from ._app import App
 from ._args import Options, apply_settings, parse_args
 from ._models import ModelChoice, ModelError, choose_model, demo_workspace
-from ._output import JsonOutput
+from ._output import AnswerOutput, JsonOutput
 from ._render import Renderer, Screen, make_console
 from ._settings import SettingsError
 from ._trust import settle_settings
@@ -46,6 +48,18 @@ def _is_terminal(fd: int) -> bool:
         return False
 
 
+def _same_terminal(first: int, second: int) -> bool:
+    """Whether the file descriptors ``first`` and ``second`` are the same terminal."""
+    try:
+        return (
+            os.isatty(first)
+            and os.isatty(second)
+            and os.path.samestat(os.fstat(first), os.fstat(second))
+        )
+    except OSError:
+        return False
+
+
 def _run(app: App) -> int:
     try:
         return trio.run(app.run)
@@ -63,7 +77,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         options = apply_settings(options, settle_settings(options, os.environ))
     except SettingsError as error:
-        print(f"agentloop: {error}", file=sys.stderr)
+        print(f"agentloop: {visible(redact_urls(str(error)))}", file=sys.stderr)
         return 2
     try:
         choice = choose_model(
@@ -75,16 +89,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         options, choice = demo_workspace(options, choice)  # the demo: on a scratch project
     except ModelError as error:
-        print(f"agentloop: {error}", file=sys.stderr)
+        print(f"agentloop: {visible(redact_urls(str(error)))}", file=sys.stderr)
         return 2
-    output = None
+    output = answer = None
     if options.prompt is not None and options.format != "text":
         output = JsonOutput(options.format, sys.stdout)  # and everything else on stderr
+    elif options.prompt is not None and not _same_terminal(1, 2):
+        # The final answer alone on stdout; the run is shown on stderr as it goes.
+        answer = AnswerOutput(sys.stdout, terminal=_is_terminal(1))
     screen = Screen(
-        make_console(sys.stdout if output is None else sys.stderr),
+        make_console(sys.stdout if output is None and answer is None else sys.stderr),
         input_is_terminal=_is_terminal(0),
     )
-    app = App(options, choice, screen, output=output)
+    app = App(options, choice, screen, output=output, answer=answer)
     try:
         return _run(app)
     except KeyboardInterrupt:  # before the interrupt watcher started, or after it ended

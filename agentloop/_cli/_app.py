@@ -37,7 +37,9 @@ from .._channel import EventReceiver
 from .._instructions import project_instructions
 from .._loop import ExecutionLimits
 from .._permissions import PermissionRequest, Permissions
+from .._secrets import redact_urls
 from .._types import AssistantMessage, StopReason, UserMessage
+from .._visible import visible, visible_line
 from .._words import plural
 from ..providers import RetryConfig
 from ..session import (
@@ -62,7 +64,7 @@ from ._commands import (
 from ._elicit import ask_form, form_fields
 from ._input import LineReader, PromptReader, history_path
 from ._models import ModelChoice
-from ._output import JsonOutput, exit_status
+from ._output import AnswerOutput, JsonOutput, exit_status
 from ._render import Renderer, Screen
 from ._setup import (
     SetupError,
@@ -81,6 +83,8 @@ PROMPT = "\u203a "  # a single right-pointing angle quotation mark, then a space
 BANNER = "Type a prompt; /help lists the commands. Ctrl-C stops a run; Ctrl-D quits."
 _CATCH_UP_LIMIT = 1000  # checkpoints to wait for the renderer before asking anyway
 _YES = frozenset({"y", "yes"})
+#: How runs end that need no "the run ended" line after the rendered run.
+_SHOWN_ENDS = frozenset({ev.StopKind.COMPLETED, ev.StopKind.ERROR, ev.StopKind.ABORTED})
 
 if TYPE_CHECKING:  # agentloop.mcp needs the MCP SDK, an extra
     from ..mcp import Elicitation, ElicitationAnswer
@@ -110,6 +114,9 @@ class App:
             the screen are both terminals.
         output: Where a one-prompt run's JSON goes (``--output-format json``
             or ``stream-json``); None: the run is shown on ``screen``.
+        answer: Where a one-prompt run's final answer goes (``--output-format
+            text`` when ``screen`` is not standard output); the run is shown
+            on ``screen`` too.
     """
 
     def __init__(
@@ -122,8 +129,10 @@ class App:
         stderr: TextIO | None = None,
         line_editor: bool | None = None,
         output: JsonOutput | None = None,
+        answer: AnswerOutput | None = None,
     ) -> None:
         self.output = output
+        self.answer = answer
         self.options = options
         self.choice = choice
         self.screen = screen
@@ -206,7 +215,8 @@ class App:
                             await self._setup(stack)
                         except SetupError as error:
                             self.screen.end_line()
-                            print(f"agentloop: {error}", file=self.stderr, flush=True)
+                            said = visible(redact_urls(str(error)))
+                            print(f"agentloop: {said}", file=self.stderr, flush=True)
                             self.exit_code = 2
                         else:
                             prompt = self.options.prompt
@@ -258,7 +268,7 @@ class App:
             what = "running: Enter steers it, Ctrl-C stops it"
         else:
             what = self._status or "Esc Enter: a new line; Ctrl-D quits"
-        return f"{what}  {self.choice.label}"
+        return visible_line(f"{what}  {self.choice.label}")
 
     def _show_status(self, status: str) -> None:
         """The renderer's status line at the end of a run: in the line editor's toolbar."""
@@ -270,7 +280,7 @@ class App:
         """Show ``question`` (the prompt, or a permission question) before a line is read."""
         if self._editor is not None and not self._editor.ended:
             self.screen.end_line()  # the unfinished line goes above it, first
-            self._editor.ask(None if question == PROMPT else question)
+            self._editor.ask(None if question == PROMPT else visible_line(question))
         else:
             self.screen.ask(question)
 
@@ -489,8 +499,15 @@ class App:
         return shlex.join(words)
 
     async def _one_prompt(self, prompt: str) -> int:
-        """Run the command line's prompt; with JSON output, write the run's object at the end."""
+        """Run the command line's prompt; write the run's JSON object, or its answer, at the end."""
         status = await self._run(prompt)
+        if self.answer is not None:
+            end = self.answer.end
+            # A stop at a limit is said here; an error or an abort the renderer showed.
+            if end is not None and end.stop_reason.kind not in _SHOWN_ENDS:
+                stop = end.stop_reason
+                self.screen.error(f"agentloop: the run ended ({stop.kind.value}): {stop.message}")
+            self.answer.finish()
         if self.output is not None:
             end = self.output.end
             if end is not None and not end.stop_reason.completed:  # said on stderr too
@@ -531,6 +548,8 @@ class App:
                                 self.renderer.show(event)
                             else:
                                 self.output.event(event)
+                            if self.answer is not None:
+                                self.answer.event(event)
                             if isinstance(event, ev.AgentStart) and run_id is None:
                                 run_id = event.loop_id  # the run's own loop: not a sub-agent's
                             elif isinstance(event, ev.AgentEnd) and event.loop_id == run_id:

@@ -8,6 +8,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from .._permissions import Permissions
+from .._secrets import redact_url
 from .._tool import AgentTool
 from .._words import plural
 from ..session import SessionInfo
@@ -232,6 +233,7 @@ def error_hint(
     variable = _KEY_VARIABLES.get(provider)
     if variable is None:  # the demo, a script: nothing to check
         return None
+    base_url = None if base_url is None else redact_url(base_url)
     status = _STATUS.search(message)
     code = int(status.group(1)) if status else None
     if message.startswith("cannot connect to "):
@@ -239,7 +241,7 @@ def error_hint(
             return f"Is the server at {base_url} running? Start it, or check --base-url."
         if base_url_env is not None:
             variable, url = base_url_env
-            return f"Is the server at {url} running? Start it, or check {variable}."
+            return f"Is the server at {redact_url(url)} running? Start it, or check {variable}."
         return "Check your network connection (and any proxy settings), then try again."
     if code in (401, 403):
         if api_key_env is not None:

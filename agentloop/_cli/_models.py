@@ -12,6 +12,7 @@ import attrs
 
 from .._demo import demo_provider, make_project
 from .._errors import AgentloopError
+from .._secrets import redact_url
 from .._types import AssistantMessage, ThinkingContent
 from ..providers import (
     DEFAULT_ANTHROPIC_URL,
@@ -61,10 +62,13 @@ class ModelChoice:
     Attributes:
         provider: The model.
         label: Short and stable, for session files: ``"anthropic:claude-sonnet-5"``.
-        note: The line that tells the user which model is used.
+            A server's URL in it has its credentials redacted (it is shown, and
+            written to the session file and the JSON output).
+        note: The line that tells the user which model is used (URLs redacted too).
         demo: The offline demo model (see :func:`demo_workspace`).
         base_url_env: The variable that moved the API's root, and its value
-            (``("ANTHROPIC_BASE_URL", "http://127.0.0.1:8080")``), if one did.
+            (``("ANTHROPIC_BASE_URL", "http://127.0.0.1:8080")``, credentials
+            redacted), if one did.
     """
 
     provider: Provider
@@ -201,7 +205,7 @@ def _key(environ: Mapping[str, str], name: str, spec: str) -> str:
 def _env_url(environ: Mapping[str, str], variable: str, default: str) -> tuple[str, str] | None:
     """``(variable, URL)`` when ``variable`` names another root than the API's own."""
     url = base_url_from_env(variable, default, environ)
-    return None if url == default else (variable, url)
+    return None if url == default else (variable, redact_url(url))
 
 
 def _at(moved: tuple[str, str] | None) -> str:
@@ -267,7 +271,7 @@ def choose_model(
         anthropic_id = model_id or ModelConfig.anthropic().id
         key = _key(environ, api_key_env or "ANTHROPIC_API_KEY", model)
         moved = _env_url(environ, "ANTHROPIC_BASE_URL", DEFAULT_ANTHROPIC_URL)
-        url = DEFAULT_ANTHROPIC_URL if moved is None else moved[1]
+        url = base_url_from_env("ANTHROPIC_BASE_URL", DEFAULT_ANTHROPIC_URL, environ)
         anthropic = AnthropicProvider(
             ModelConfig.anthropic(anthropic_id, api_key=key, base_url=url)
         )
@@ -278,7 +282,7 @@ def choose_model(
             base_url_env=moved,
         )
     moved = _env_url(environ, "OPENAI_BASE_URL", DEFAULT_OPENAI_URL)
-    url = DEFAULT_OPENAI_URL if moved is None else moved[1]
+    url = base_url_from_env("OPENAI_BASE_URL", DEFAULT_OPENAI_URL, environ)
     if name == "openai-responses":
         responses_id = model_id or ModelConfig.openai_responses().id
         key = _key(environ, api_key_env or "OPENAI_API_KEY", model)
@@ -306,10 +310,11 @@ def choose_model(
         _key(environ, api_key_env, model) if api_key_env else environ.get("OPENAI_API_KEY") or None
     )
     config = ModelConfig.openai_compatible(model_id, base_url, api_key=key_value)
+    shown = redact_url(config.base_url)
     return ModelChoice(
         provider=OpenAIProvider(config),
-        label=f"openai:{model_id}@{config.base_url}",
-        note=f"agentloop: using model {model_id} at {config.base_url}.",
+        label=f"openai:{model_id}@{shown}",
+        note=f"agentloop: using model {model_id} at {shown}.",
     )
 
 

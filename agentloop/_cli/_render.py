@@ -2,6 +2,12 @@
 
 Model text is never read as markup: everything goes out as :class:`rich.text.Text`.
 The console decides on colour: none when the output is not a terminal.
+
+Nothing a model, a tool or a server sent reaches the terminal raw: the
+:class:`Screen` shows every control character escaped (:func:`~agentloop._visible.visible`;
+a question, :func:`~agentloop._visible.visible_line`), so an escape sequence in a
+command cannot erase or rewrite what the user is asked about, and colours
+come from the styles alone.
 """
 
 from __future__ import annotations
@@ -16,6 +22,7 @@ from rich.text import Text
 from .. import _events as ev
 from .._tool import format_duration
 from .._types import AssistantMessage, StopReason, Usage, UserMessage
+from .._visible import visible, visible_line
 
 __all__ = ["Renderer", "Screen", "make_console", "summarize_args"]
 
@@ -45,6 +52,9 @@ class Screen:
     Streamed text (model text, a command's output) may stop mid-line; the next
     line of something else starts on a line of its own. ``owner`` names what the
     unfinished line belongs to.
+
+    Every text is shown with its control characters escaped (see the module):
+    lines and streamed text keep their newlines and tabs; a question is one line.
     """
 
     def __init__(self, console: Console, *, input_is_terminal: bool = False) -> None:
@@ -56,6 +66,7 @@ class Screen:
         """Stream ``text``, continuing the unfinished line if ``owner`` owns it."""
         if not text:
             return
+        text = visible(text)
         if self._open is not None and self._open != owner:
             self.end_line()
         self.console.print(Text(text, style=style), end="", soft_wrap=True)
@@ -74,7 +85,7 @@ class Screen:
     def line(self, text: str, style: str = "") -> None:
         """Print a line of its own."""
         self.end_line()
-        self.console.print(Text(text, style=style), soft_wrap=True)
+        self.console.print(Text(visible(text), style=style), soft_wrap=True)
 
     def error(self, text: str) -> None:
         """Print a line in red."""
@@ -83,7 +94,7 @@ class Screen:
     def ask(self, question: str) -> None:
         """Print a question (a prompt) and leave the cursor after it."""
         self.end_line()
-        self.console.print(Text(question, style="bold"), end="", soft_wrap=True)
+        self.console.print(Text(visible_line(question), style="bold"), end="", soft_wrap=True)
         self._open = "question"
 
     def answered(self, answer: str | None) -> None:
@@ -93,7 +104,7 @@ class Screen:
         the transcript reads as a conversation. ``None`` is the end of the input.
         """
         if answer is not None and not self.input_is_terminal:
-            self.console.print(Text(answer), soft_wrap=True)
+            self.console.print(Text(visible_line(answer)), soft_wrap=True)
             self._open = None
         elif answer is not None:
             self._open = None

@@ -9,14 +9,13 @@ from __future__ import annotations
 import contextlib
 from collections.abc import AsyncIterator, Callable
 from typing import Any
-from urllib.parse import parse_qsl, urlsplit
 
 import httpx2
 from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
-from .._secrets import Redactor, header_secrets, is_secret_name, is_secret_value
+from .._secrets import Redactor, header_secrets, is_secret_name, is_secret_value, url_secrets
 from ._oauth import oauth_auth, oauth_secrets
 from ._servers import HttpServer, SseServer, StdioServer
 
@@ -32,7 +31,8 @@ def server_secrets(server: Any) -> list[str]:
 
     HTTP and SSE servers: the secret header values (see
     :func:`~agentloop._secrets.header_secrets`), a basic ``auth``'s header, and
-    the URL's password and secret-looking query values, and with ``oauth``,
+    the URL's credentials (:func:`~agentloop._secrets.url_secrets`: its password,
+    a user that looks like a token, secret-looking query values), and with ``oauth``,
     its client secret and private key and the tokens stored for the server
     (tokens fetched later are added to the connection's redactor as they
     come). Stdio servers: the values of ``env`` whose name or value looks
@@ -46,10 +46,7 @@ def server_secrets(server: Any) -> list[str]:
             found += header_secrets({"Authorization": header})
         if server.oauth is not None:
             found += oauth_secrets(server.oauth, server.url)
-        url = urlsplit(server.url)
-        if url.password:
-            found.append(url.password)
-        found += [v for k, v in parse_qsl(url.query) if is_secret_name(k) or is_secret_value(v)]
+        found += url_secrets(server.url)
     elif isinstance(server, StdioServer):
         found += [
             value

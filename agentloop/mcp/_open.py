@@ -12,6 +12,7 @@ from urllib.parse import urlsplit
 import trio
 
 from .._check import check_number
+from .._secrets import redact_url
 from .._util import raise_single, require_trio
 from ._base import DEFAULT_MAX_RESULT_BYTES, McpConnectionError
 from ._requests import LOG_LEVELS, ElicitationHandler, LogHandler, McpRoot, McpSampling
@@ -31,7 +32,7 @@ def _default_name(server: Any) -> str:
     if isinstance(server, StdioServer):
         return Path(server.command).name
     if isinstance(server, HttpServer | SseServer):
-        return urlsplit(server.url).hostname or server.url
+        return urlsplit(server.url).hostname or redact_url(server.url)
     return str(getattr(server, "name", None) or type(server).__name__)
 
 

@@ -22,6 +22,8 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 
 import attrs
 
+from .._secrets import redact_url
+
 if TYPE_CHECKING:  # _oauth loads the MCP SDK: only a server that asks for OAuth needs it
     from ._oauth import OAuth
 
@@ -45,7 +47,7 @@ def _path(value: str | os.PathLike[str] | None) -> str | None:
 def _url_repr(server: HttpServer | SseServer) -> str:
     """``HttpServer(url='...')``, with ``oauth`` if set: never headers or auth."""
     oauth = "" if server.oauth is None else f", oauth={server.oauth!r}"
-    return f"{type(server).__name__}(url={server.url!r}{oauth})"
+    return f"{type(server).__name__}(url={redact_url(server.url)!r}{oauth})"
 
 
 def _oauth(value: OAuth | bool | None) -> OAuth | None:

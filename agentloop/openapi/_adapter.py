@@ -17,7 +17,7 @@ import httpx2
 import trio
 
 from .._schedule import NO_CLAIM, Claim
-from .._secrets import Redactor, header_secrets
+from .._secrets import Redactor, header_secrets, redact_url, redact_urls, url_secrets
 from .._tool import ToolContext, ToolError, ToolResult, format_duration
 from .._types import ImageContent, TextContent, ToolResultContent
 from .._util import require_trio
@@ -59,7 +59,8 @@ class OpenApiToolAdapter:
     whatever the response brings back.
 
     For the scheduler (:meth:`resources`), a ``GET`` or ``HEAD`` call reads the
-    key ``"openapi:<base_url>"``; other methods claim nothing.
+    key ``"openapi:<base_url>"`` (its credentials, if any, redacted: the key is
+    shown when a call waits for it); other methods claim nothing.
     """
 
     name: str
@@ -90,7 +91,7 @@ class OpenApiToolAdapter:
         each other and beside reads.
         """
         if self.method.lower() in _READ_METHODS:
-            return Claim(reads={f"openapi:{self.base_url}"})
+            return Claim(reads={f"openapi:{redact_url(self.base_url)}"})
         return NO_CLAIM
 
     # ----------------------------------------------------------------- factories
@@ -186,12 +187,17 @@ class OpenApiToolAdapter:
                 async with client.stream("GET", url, timeout=config.timeout) as response:
                     body = await _read_document(response, url)
             except httpx2.HTTPError as error:
-                raise OpenApiError(f"cannot fetch {url}: {_describe(error)}") from error
+                shown_error = redact_urls(_describe(error))
+                raise OpenApiError(f"cannot fetch {redact_url(url)}: {shown_error}") from error
         if response.status_code >= 400:
-            raise OpenApiError(f"cannot fetch {url}: HTTP {response.status_code}")
+            raise OpenApiError(f"cannot fetch {redact_url(url)}: HTTP {response.status_code}")
         source = url_base(str(response.url))
-        document = parse_document(body, source)
-        return cls.from_spec(document, config, filter, source=source)
+        try:
+            document = parse_document(body, source)
+            return cls.from_spec(document, config, filter, source=source)
+        except OpenApiError as error:  # its messages name the URL: not its credentials
+            error.args = tuple(redact_urls(a) if isinstance(a, str) else a for a in error.args)
+            raise
 
     # ----------------------------------------------------------------- calls
 
@@ -316,7 +322,7 @@ class OpenApiToolAdapter:
             elif param.location == "cookie":
                 cookies += cookie_pairs(param.name, value, param.explode)
         secrets = self._authorize(headers, query, shown_query, cookies)
-        secrets += header_secrets(self.config.headers)
+        secrets += header_secrets(self.config.headers) + url_secrets(self.base_url)
         headers.update(self.config.headers)
         if cookies:
             headers["Cookie"] = "; ".join(cookies)
@@ -476,7 +482,7 @@ async def _read_document(response: httpx2.Response, url: str) -> bytes:
     limit = MAX_DOCUMENT_BYTES
     length = response.headers.get("content-length", "")
     encoding = response.headers.get("content-encoding", "identity").lower()
-    too_long = f"cannot fetch {url}: the document is longer than {limit // (1024 * 1024)} MiB"
+    too_long = f"cannot fetch {redact_url(url)}: the document is longer than {limit // (1024 * 1024)} MiB"
     if length.isdigit() and int(length) > limit and encoding == "identity":
         raise OpenApiError(f"{too_long} ({int(length)} bytes)")
     body = bytearray()

@@ -8,6 +8,7 @@ from typing import Any, TypeAlias
 import attrs
 
 from .._check import number_field
+from .._secrets import redact_url
 from ..providers import Secret
 
 __all__ = ["Credential", "OpenApiConfig", "OperationFilter"]
@@ -15,6 +16,10 @@ __all__ = ["Credential", "OpenApiConfig", "OperationFilter"]
 #: A credential for one security scheme: a token or key (``str`` or ``Secret``), or
 #: ``(user, password)`` for HTTP basic auth.
 Credential: TypeAlias = "str | Secret | tuple[str, str]"
+
+
+def _url_repr(url: str | None) -> str:
+    return repr(url if url is None else redact_url(url))
 
 
 def _secrets(value: Mapping[str, Any] | None) -> dict[str, Secret | tuple[Secret, Secret]]:
@@ -66,7 +71,7 @@ class OpenApiConfig:
             pool is then shared); by default each call uses a client of its own.
     """
 
-    base_url: str | None = None
+    base_url: str | None = attrs.field(default=None, repr=_url_repr)
     server_variables: dict[str, str] = attrs.field(factory=dict, converter=_headers)
     credentials: dict[str, Secret | tuple[Secret, Secret]] = attrs.field(
         factory=dict, converter=_secrets, repr=False

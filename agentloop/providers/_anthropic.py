@@ -101,7 +101,13 @@ from ._errors import (
     error_detail,
     redact,
 )
-from ._http import DEFAULT_IDLE_TIMEOUT, DEFAULT_REQUEST_TIMEOUT, HTTPProvider, resolve_model
+from ._http import (
+    DEFAULT_IDLE_TIMEOUT,
+    DEFAULT_REQUEST_TIMEOUT,
+    HTTPProvider,
+    join_url,
+    resolve_model,
+)
 from ._model import ModelConfig, Secret, ThinkingLevel
 from ._retry import RetryConfig
 from .sse import ServerSentEvent
@@ -530,7 +536,7 @@ class AnthropicProvider(HTTPProvider):
         )
 
     def url(self) -> str:
-        return f"{self.model.base_url.rstrip('/')}/v1/messages"
+        return join_url(self.model.base_url, "/v1/messages")
 
     def headers(self, api_key: str | None) -> dict[str, str]:
         headers = {

@@ -42,6 +42,7 @@ import trio
 from .. import _trace_context
 from .._check import check_number
 from .._events import StreamDelta, StreamRestart
+from .._secrets import Redactor, redact_url, url_secrets
 from .._tool import format_duration
 from .._types import AssistantMessage
 from .._util import require_trio
@@ -59,6 +60,7 @@ __all__ = [
     "HTTPProvider",
     "StreamParser",
     "bearer_headers",
+    "join_url",
     "resolve_model",
 ]
 
@@ -90,6 +92,17 @@ class StreamParser(Protocol):
     def finish(self) -> AssistantMessage:
         """The message. Raises NetworkError if the stream ended before its end."""
         ...
+
+
+def join_url(base_url: str, path: str) -> str:
+    """``path`` after ``base_url``, before its query or fragment if it has one.
+
+    >>> join_url("http://127.0.0.1:8000/v1/?key=k", "/chat/completions")
+    'http://127.0.0.1:8000/v1/chat/completions?key=k'
+    """
+    cut = min((i for i in (base_url.find("?"), base_url.find("#")) if i >= 0), default=None)
+    base, rest = (base_url, "") if cut is None else (base_url[:cut], base_url[cut:])
+    return f"{base.rstrip('/')}{path}{rest}"
 
 
 def bearer_headers(api_key: str | None, extra: Mapping[str, str]) -> dict[str, str]:
@@ -251,7 +264,8 @@ class HTTPProvider:
         self._rng = random.Random() if rng is None else rng
 
     def __repr__(self) -> str:
-        return f"{type(self).__name__}(model={self.model.id!r}, base_url={self.model.base_url!r})"
+        base_url = redact_url(self.model.base_url)
+        return f"{type(self).__name__}(model={self.model.id!r}, base_url={base_url!r})"
 
     # ----------------------------------------------------------------- subclass API
 
@@ -272,10 +286,12 @@ class HTTPProvider:
         raise NotImplementedError
 
     def secrets(self) -> list[str]:
-        """What must never appear in an error: the API key, and header values of 8+ chars."""
+        """What must never appear in an error: the API key, header values of 8+ chars,
+        and the credentials in the base URL (see :func:`agentloop._secrets.url_secrets`)."""
         api_key = self.model.resolve_api_key()
         secrets = [api_key] if api_key else []
         secrets += [v for v in self.model.headers.values() if len(v) >= _MIN_SECRET_LENGTH]
+        secrets += url_secrets(self.model.base_url)
         return secrets
 
     # ----------------------------------------------------------------- lifecycle
@@ -364,14 +380,14 @@ class HTTPProvider:
     async def _request(self, body: dict[str, Any], emit: Emit) -> AssistantMessage:
         api_key = self.model.resolve_api_key()
         secrets = self.secrets()
+        # While the request lasts, every log record is redacted with it too (the
+        # HTTP client's, say): see agentloop/_log.py.
+        live = Redactor(secrets)
         parser = self.parser()
         idle = math.inf if self.idle_timeout is None else self.idle_timeout
         if log.isEnabledFor(logging.DEBUG):
             log.debug(
-                "%s model %r: POST %s",
-                self.model.provider,
-                self.model.id,
-                redact(self.url(), secrets),
+                "%s model %r: POST %s", self.model.provider, self.model.id, live.text(self.url())
             )
         try:
             async with self._http().stream(

@@ -177,6 +177,12 @@ def _headers_repr(headers: Mapping[str, str]) -> str:
     return "{" + ", ".join(f"{name!r}: '***'" for name in headers) + "}"
 
 
+def _url_repr(url: str) -> str:
+    from .._secrets import redact_url  # the regular expressions load when first needed
+
+    return repr(redact_url(url))
+
+
 @attrs.frozen(kw_only=True)
 class ModelConfig:
     """A model and how to reach it.
@@ -191,8 +197,9 @@ class ModelConfig:
     The API key comes from ``api_key``, else from the environment variable
     ``api_key_env`` (``ANTHROPIC_API_KEY``, ``OPENAI_API_KEY``...) when the
     request is made. It is held as a :class:`Secret` and never appears in a
-    ``repr``, an event, a log line or an error message. Header values are
-    hidden from ``repr`` too.
+    ``repr``, an event, a log line or an error message. Header values, and the
+    credentials in ``base_url`` (a password, ``?key=``...), are hidden from
+    ``repr`` too.
 
     Attributes:
         id: The model id the API expects.
@@ -213,7 +220,7 @@ class ModelConfig:
     id: str
     api: Literal["anthropic", "openai", "openai-responses"]
     provider: str
-    base_url: str
+    base_url: str = attrs.field(repr=_url_repr)
     api_key: Secret | None = attrs.field(default=None, converter=_secret)
     api_key_env: str | None = None
     requires_api_key: bool = True

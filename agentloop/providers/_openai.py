@@ -67,6 +67,7 @@ from ._http import (
     DEFAULT_REQUEST_TIMEOUT,
     HTTPProvider,
     bearer_headers,
+    join_url,
     resolve_model,
 )
 from ._model import ModelConfig, Secret, ThinkingLevel
@@ -167,7 +168,7 @@ class OpenAIProvider(HTTPProvider):
 
     def url(self) -> str:
         """``{base_url}/chat/completions``."""
-        return f"{self.model.base_url.rstrip('/')}/chat/completions"
+        return join_url(self.model.base_url, "/chat/completions")
 
     def headers(self, api_key: str | None) -> dict[str, str]:
         """JSON in, an event stream out, the key as a bearer token, then the model's headers."""

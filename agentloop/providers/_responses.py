@@ -146,6 +146,7 @@ from ._http import (
     DEFAULT_REQUEST_TIMEOUT,
     HTTPProvider,
     bearer_headers,
+    join_url,
     resolve_model,
 )
 from ._model import ModelConfig, Secret, ThinkingLevel
@@ -873,7 +874,7 @@ class OpenAIResponsesProvider(HTTPProvider):
 
     def url(self) -> str:
         """``{base_url}/responses``."""
-        return f"{self.model.base_url.rstrip('/')}/responses"
+        return join_url(self.model.base_url, "/responses")
 
     def headers(self, api_key: str | None) -> dict[str, str]:
         """JSON in, an event stream out, the key as a bearer token, then the model's headers."""

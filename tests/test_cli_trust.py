@@ -41,7 +41,8 @@ from agentloop._cli._trust import (
     load_settings,
     settle_settings,
 )
-from agentloop._cli._widening import review_project, visible
+from agentloop._cli._widening import review_project
+from agentloop._visible import visible_line
 from agentloop.tools import sandbox_status
 
 MCP_SERVERS = Path(__file__).parent / "mcp_servers.py"
@@ -199,8 +200,8 @@ def test_what_is_shown_has_its_control_characters_escaped(tmp_path: Path) -> Non
         tmp_path, "", '[permissions]\nallow = ["bash(ls\\u001b[2J\\u202e)"]\n'
     )  # an escape sequence, a right-to-left override
     assert found[1] == [f"allow bash(ls\\x1b[2J\\u202e): {ALLOW}"]
-    assert visible("tab\there\u200b") == "tab\\x09here\\u200b"
-    assert visible("plain é 👋") == "plain é 👋"
+    assert visible_line("tab\there\u200b") == "tab\\there\\u200b"
+    assert visible_line("plain é 👋") == "plain é 👋"
 
 
 # --------------------------------------------------------------------------- merging
@@ -677,7 +678,7 @@ def test_the_users_configuration_stays_read_only_when_a_writable_path_holds_it(
         tmp_path,
         bash(
             "echo '[trust]' >> \"$AGENTLOOP_HOME/settings.toml\"; "
-            "echo x > \"$AGENTLOOP_HOME/trusted-folders.json\"; touch \"$AGENTLOOP_HOME/../beside\""
+            'echo x > "$AGENTLOOP_HOME/trusted-folders.json"; touch "$AGENTLOOP_HOME/../beside"'
         ),
         f'[sandbox]\nwrite = ["{tmp_path}"]\n',
     )

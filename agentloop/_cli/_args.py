@@ -36,7 +36,7 @@ Without --model: Anthropic if ANTHROPIC_API_KEY is set, else OpenAI if
 OPENAI_API_KEY is set, else the offline demo.
 
 output formats (with -p):
-  text          the run as on the screen (the default)
+  text          the final answer on stdout, the run on stderr (the default)
   json          one JSON object at the end: result, stop_reason, usage, session_id...
   stream-json   every event as a line of JSON, as it happens
 The exit status says how the run ended: 0 completed, 1 an error, 3 a limit

@@ -15,11 +15,11 @@ from .._errors import AgentloopError
 from .._instructions import ProjectInstructions
 from .._permissions import Approver, PermissionRequest, Permissions
 from .._tool import AgentTool
+from .._visible import visible_line
 from ..openapi import OpenApiConfig, OpenApiError, OpenApiToolAdapter
 from ..tools import DEFAULT_PROTECT, Sandbox, default_tools
 from ._render import Screen, summarize_args
 from ._settings import PermissionSettings, SandboxSettings, user_settings_path
-from ._widening import visible
 
 __all__ = [
     "ASKING_TOOLS",
@@ -80,7 +80,7 @@ def instructions_note(instructions: ProjectInstructions) -> str:
     if instructions.skipped:
         left = ", ".join(f"{name(path)} ({why})" for path, why in instructions.skipped)
         note += f"; left out: {left}"
-    return visible(note + ".")
+    return visible_line(note + ".")
 
 
 def program_paths(environ: Mapping[str, str]) -> tuple[str, ...]:

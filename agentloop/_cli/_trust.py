@@ -40,6 +40,7 @@ from typing import Any, Literal, TextIO
 
 import attrs
 
+from .._visible import visible_line
 from ._args import Options
 from ._settings import (
     Settings,
@@ -49,7 +50,7 @@ from ._settings import (
     read_settings_files,
     user_settings_path,
 )
-from ._widening import ProjectReview, Widening, review_project, visible
+from ._widening import ProjectReview, Widening, review_project
 
 __all__ = [
     "TRUST_FILE",
@@ -336,7 +337,7 @@ def ignoring_warning(trust: FolderTrust, *, source: str, items: Sequence[Widenin
     else:
         why = "the folder is not trusted; run agentloop there once to trust it, or pass --trust"
     what = ", ".join(item.text for item in items)
-    return visible(f"agentloop: ignoring what {source} would allow ({why}): {what}")
+    return visible_line(f"agentloop: ignoring what {source} would allow ({why}): {what}")
 
 
 def _changed(trust: FolderTrust) -> str:
@@ -373,7 +374,7 @@ def ask_trust(
     else:
         head = f"agentloop: {source} would change what the agent may do in {folder}:"
     lines = [head, *(f"  {item.line}" for item in items), "Trust this folder? [y/N] "]
-    stdout.write("\n".join(map(visible, lines)))
+    stdout.write("\n".join(map(visible_line, lines)))
     stdout.flush()
     try:
         answer = stdin.readline()
@@ -385,7 +386,7 @@ def ask_trust(
         stdout.write("\n")  # the end of the input: the answer's line was not ended
     if answer.strip().lower() not in _YES:
         print(
-            visible(
+            visible_line(
                 f"agentloop: not trusted: of {source}, only what narrows what the agent may "
                 "do applies, for this run."
             ),

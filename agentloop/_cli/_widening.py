@@ -30,16 +30,16 @@ import json
 import os
 import re
 import shlex
-import unicodedata
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, Literal
 
 import attrs
 
+from .._visible import visible_line
 from ._settings import FLAG_SANDBOX_DEFAULTS, McpFile, inside
 
-__all__ = ["ProjectReview", "Widening", "review_project", "visible"]
+__all__ = ["ProjectReview", "Widening", "review_project"]
 
 _RANK = {"deny": 0, "ask": 1, "allow": 2}
 _MODEL_KEYS = ("model", "base_url", "api_key_env")
@@ -81,26 +81,6 @@ class ProjectReview:
     widening: tuple[Widening, ...]
 
 
-def visible(text: str) -> str:
-    """``text`` with its control and format characters written out (``\\x1b``, ``\\u202e``).
-
-    What a settings file says is shown in a question; an escape sequence or a
-    bidirectional override in it must not change what the terminal shows.
-    """
-    if text.isprintable():
-        return text
-    out = []
-    for char in text:
-        if char.isprintable() or (char == " "):
-            out.append(char)
-        elif unicodedata.category(char) in ("Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"):
-            code = ord(char)
-            out.append(f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}")
-        else:
-            out.append(char)
-    return "".join(out)
-
-
 def _shown(path: str | os.PathLike[str]) -> str:
     """A path as the user knows it: under the home directory, ``~/...``."""
     text = os.fspath(path)
@@ -111,7 +91,7 @@ def _shown(path: str | os.PathLike[str]) -> str:
 
 
 def _item(key: str, text: str, effect: str = "") -> Widening:
-    return Widening(key=key, text=visible(text), effect=visible(effect))
+    return Widening(key=key, text=visible_line(text), effect=visible_line(effect))
 
 
 def review_project(

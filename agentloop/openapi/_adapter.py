@@ -482,7 +482,9 @@ async def _read_document(response: httpx2.Response, url: str) -> bytes:
     limit = MAX_DOCUMENT_BYTES
     length = response.headers.get("content-length", "")
     encoding = response.headers.get("content-encoding", "identity").lower()
-    too_long = f"cannot fetch {redact_url(url)}: the document is longer than {limit // (1024 * 1024)} MiB"
+    too_long = (
+        f"cannot fetch {redact_url(url)}: the document is longer than {limit // (1024 * 1024)} MiB"
+    )
     if length.isdigit() and int(length) > limit and encoding == "identity":
         raise OpenApiError(f"{too_long} ({int(length)} bytes)")
     body = bytearray()

@@ -15,6 +15,7 @@ from urllib.parse import parse_qsl, urlsplit
 import trio
 
 from ..._tool import format_duration
+from ..._visible import visible_line
 from .._base import McpAuthError
 
 __all__ = [
@@ -90,7 +91,11 @@ async def authorize_in_browser(
     with trio.move_on_after(give_up_after) as waited:
         async with trio.open_nursery() as nursery:
             await nursery.start(trio.serve_listeners, serve, listeners)
-            print(f"Authorize agentloop in your browser: {url}", file=sys.stderr, flush=True)
+            print(
+                f"Authorize agentloop in your browser: {visible_line(url)}",
+                file=sys.stderr,
+                flush=True,
+            )
             if open_browser:
                 nursery.start_soon(trio.to_thread.run_sync, _open, url)
     if waited.cancelled_caught and not answer:

@@ -584,16 +584,18 @@ def test_allow_rules_mcp_servers_and_an_empty_deny_of_an_untrusted_folder(
     refused = (
         "✗ bash: Permission denied: bash 'rm -f keep.txt' is refused by the rule deny(bash(rm *))"
     )
-    assert refused in done.stdout.splitlines()
+    assert done.stdout == "Done.\n"  # the answer alone; the run is on stderr
+    assert refused in done.stderr.splitlines()
     assert (top / "keep.txt").exists()
     if trust:
-        assert done.stderr == ""
+        assert "ignoring" not in done.stderr
         assert (top / "ran.txt").exists()
         assert marker.exists()
     else:
         settings = top / ".agentloop" / "settings.toml"
-        assert done.stderr == ignoring(settings, "allow bash(*)", "mcp_servers demo")
-        assert done.stdout.splitlines()[2:6] == [
+        warning = ignoring(settings, "allow bash(*)", "mcp_servers demo")
+        assert done.stderr.startswith(warning)
+        assert done.stderr.splitlines()[3:7] == [
             "Allow bash(touch ran.txt)? [y/N] ",
             "  not allowed (no more input)",
             '→ bash(command="touch ran.txt")',
@@ -628,15 +630,15 @@ async def test_the_model_server_and_key_of_an_untrusted_folder(tmp_path: Path, t
         assert "Héllo wörld 👋!" in stdout
     else:
         assert server.requests == []
-        assert stderr == ignoring(
+        warning = ignoring(
             top / ".agentloop" / "settings.toml",
             f"model openai:evil at {server.url}/v1 with $ANTHROPIC_API_KEY",
         )
-        assert stdout.splitlines()[:3] == [
-            f"agentloop: using the scripted model {tmp_path / 'script.json'}.",
-            "",
-            "The user's model.",
-        ]
+        assert stderr.startswith(warning)
+        assert stderr.splitlines()[1] == (
+            f"agentloop: using the scripted model {tmp_path / 'script.json'}."
+        )
+        assert stdout == "The user's model.\n"
 
 
 needs_sandbox = pytest.mark.skipif(
@@ -658,12 +660,13 @@ def test_writable_paths_of_an_untrusted_folder_under_auto(tmp_path: Path, trust:
                HOME=str(fake_home))  # fmt: skip
     assert done.returncode == 0, done.stderr
     if trust:
-        assert done.stderr == ""
+        assert "ignoring" not in done.stderr
         assert (fake_home / ".bashrc").exists()
     else:
-        assert done.stderr == ignoring(top / ".agentloop" / "settings.toml", "sandbox write ~")
+        warning = ignoring(top / ".agentloop" / "settings.toml", "sandbox write ~")
+        assert done.stderr.startswith(warning)
         assert f"  │ touch: cannot touch '{fake_home}/.bashrc': Permission denied" in (
-            done.stdout.splitlines()
+            done.stderr.splitlines()
         )
         assert not (fake_home / ".bashrc").exists()
 
@@ -685,11 +688,11 @@ def test_the_users_configuration_stays_read_only_when_a_writable_path_holds_it(
     before = (home / "settings.toml").read_text()
     top = project(tmp_path)
     done = run("-p", "hi", "--auto", cwd=top, home=home)
-    assert (done.returncode, done.stderr) == (0, "")
+    assert (done.returncode, done.stdout) == (0, "Done.\n")
     assert (home / "settings.toml").read_text() == before
     assert not (home / "trusted-folders.json").exists()
     assert (home.parent / "beside").exists()
-    lines = done.stdout.splitlines()
+    lines = done.stderr.splitlines()
     assert f"  │ bash: line 1: {home}/settings.toml: Read-only file system" in lines
     assert f"  │ bash: line 1: {home}/trusted-folders.json: Read-only file system" in lines
     assert lines[1].endswith(f".idea, {home}.")
@@ -723,8 +726,8 @@ def test_auto_keeps_commands_from_the_home_directory_and_the_network(
             connected = True
         except BlockingIOError:
             connected = False
-    assert (done.returncode, done.stderr) == (0, "")
-    lines = done.stdout.splitlines()
+    assert (done.returncode, done.stdout) == (0, "Done.\n")
+    lines = done.stderr.splitlines()
     tmp = tmp_path / "tmp"
     if widened:
         assert lines[1] == (
@@ -865,8 +868,8 @@ def test_auto_still_lets_git_and_the_agents_python_run(tmp_path: Path) -> None:
     top.mkdir()
     subprocess.run(["git", "init", "-q", str(top)], check=True)
     done = run("-p", "hi", "--auto", cwd=top, home=home, HOME=str(fake_home))
-    assert (done.returncode, done.stderr) == (0, "")
-    lines = done.stdout.splitlines()
+    assert (done.returncode, done.stdout) == (0, "Done.\n")
+    lines = done.stderr.splitlines()
     assert [line for line in lines if line in ("  │ Someone", "  │ git-ok")] == [
         "  │ Someone",
         "  │ git-ok",

@@ -1046,3 +1046,87 @@ def test_compaction_reaches_the_child_config() -> None:
     assert SubAgentTool("h", ScriptedProvider(), compaction=config).config.compaction == config
     with pytest.raises(ValueError, match=r"^compaction needs the model's context window"):
         SubAgentTool("h", ScriptedProvider(), compaction=al.CompactionConfig())
+
+
+# --------------------------------------------------------------------------- one budget
+
+
+def _usage(tokens: int) -> al.Usage:
+    return al.Usage(input=tokens - 100, output=100, total_tokens=tokens)
+
+
+def _busy_child(turns: int, tokens: int = 0) -> ScriptedProvider:
+    """A child's model that calls echo ``turns`` times before it answers."""
+    usage = _usage(tokens) if tokens else None
+    script = [reply(call("echo", {"text": f"step {n}"}), usage=usage) for n in range(turns)]
+    return ScriptedProvider([*script, reply("Done.", usage=usage)], model="child-model")
+
+
+def _child_ends(recorder: EventRecorder) -> Any:
+    """An ``on_event`` that records the child's ``AgentEnd`` where it arrives."""
+
+    async def child_end(event: al.AgentEvent) -> None:
+        if isinstance(event, al.AgentEnd):
+            recorder.events.append(event)
+
+    return child_end
+
+
+async def _run_parent(parent: al.Agent, recorder: EventRecorder) -> EventRecorder:
+    async with parent.prompt("Go.") as events:
+        await recorder.consume(events)
+    return recorder
+
+
+async def test_a_sub_agents_spending_counts_in_the_parents_usage_and_limits() -> None:
+    """A child that would take 11 turns of 600 tokens stops at the parent's 2,000-token
+    limit, inside the parent's one tool call; the parent's usage includes the child's."""
+    child_model = _busy_child(10, tokens=600)
+    recorder = EventRecorder()
+    helper = SubAgentTool(
+        "helper", child_model, tools=[Echo()], max_turns=20, on_event=_child_ends(recorder)
+    )
+    parent = al.Agent(
+        ScriptedProvider(
+            [reply(call("helper", {"task": "work"}), usage=_usage(300)), reply("Never.")],
+            model="parent-model",
+        ),
+        tools=[helper],
+        limits=al.ExecutionLimits(max_total_tokens=2000),
+    )
+    await _run_parent(parent, recorder)
+    limit = al.AgentStop(al.StopKind.MAX_TOKENS, "Max tokens reached (2100/2000)")
+    child_end, parent_end = recorder.of_type(al.AgentEnd)
+    # The parent's 300, then three child turns of 600: a fourth is never asked for.
+    assert len(child_model.requests) == 3
+    assert child_end.stop_reason == limit
+    assert child_end.usage == _usage(600) + _usage(600) + _usage(600)
+    assert parent_end.stop_reason == limit
+    assert parent_end.usage == _usage(300) + child_end.usage
+    assert parent_end.usage_by_model == {
+        "parent-model": _usage(300),
+        "child-model": child_end.usage,
+    }
+    result = recorder.of_type(al.ToolExecutionEnd)[-1]
+    assert (result.tool_name, result.is_error) == ("helper", True)
+    assert result.result.text_content.split("\n")[0] == (
+        "Sub-agent 'helper' failed: Max tokens reached (2100/2000)"
+    )
+
+
+async def test_a_sub_agents_requests_count_in_the_parents_max_requests() -> None:
+    child_model = _busy_child(10)
+    recorder = EventRecorder()
+    helper = SubAgentTool(
+        "helper", child_model, tools=[Echo()], max_turns=20, on_event=_child_ends(recorder)
+    )
+    parent = al.Agent(
+        ScriptedProvider([reply(call("helper", {"task": "work"})), reply("Never.")]),
+        tools=[helper],
+        limits=al.ExecutionLimits(max_requests=4),
+    )
+    await _run_parent(parent, recorder)
+    # The parent's request, then three of the child's.
+    assert len(child_model.requests) == 3
+    limit = al.AgentStop(al.StopKind.MAX_REQUESTS, "Max requests reached (4/4)")
+    assert [end.stop_reason for end in recorder.of_type(al.AgentEnd)] == [limit, limit]

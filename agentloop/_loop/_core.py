@@ -315,6 +315,10 @@ class LoopCore:
         loop_id: Names the run in its events.
         parent_loop_id: The loop that started this one (sub-agents).
         now: Seconds on a monotonic clock (the driver's), for ``max_duration``.
+        enclosing: The run whose tool call runs this one (a sub-agent's parent),
+            if any. What this run spends counts in that run's usage too, and each
+            of its model requests first passes that run's limits (and its
+            enclosing run's, up the tree): a budget holds for a whole tree.
 
     Raises:
         ValueError, TypeError: as :class:`ToolRegistry` does for bad tools, or
@@ -337,6 +341,7 @@ class LoopCore:
         "config",
         "context",
         "context_window",
+        "enclosing",
         "end_output",
         "ending",
         "loop_id",
@@ -363,7 +368,9 @@ class LoopCore:
         loop_id: str,
         parent_loop_id: str | None = None,
         now: Callable[[], float],
+        enclosing: LoopCore | None = None,
     ) -> None:
+        self.enclosing = enclosing
         self.context = context
         self.config = config
         self.registry = ToolRegistry(context.tools)
@@ -509,7 +516,7 @@ class LoopCore:
         yield from self._poll_steering()
         while True:
             while True:
-                limit = self._limit()
+                limit = self._tree_limit()
                 if limit is not None:
                     self.stop = limit
                     stop = self.context.stamp(UserMessage.text(f"[Agent stopped: {limit.message}]"))
@@ -548,7 +555,7 @@ class LoopCore:
                     return
                 # The model call is paid for whatever happens to its tools (an abort, say).
                 self._count_usage(assistant)
-                self._tokens_used += assistant.usage.input + assistant.usage.output
+                self._count_tokens(assistant.usage)
                 output = self.output
                 answered = False
                 if turn.calls:
@@ -585,11 +592,10 @@ class LoopCore:
                 return
 
     def count_tool_usage(self, usage: Usage, model: str) -> None:
-        """Usage a tool paid for (``ToolContext.count_usage``): the run's, and its limits'."""
-        self.usage += usage
-        by_model = self._usage_by_model
-        by_model[model] = by_model.get(model, ZERO_USAGE) + usage
-        self._tokens_used += usage.input + usage.output
+        """Usage a tool paid for (``ToolContext.count_usage``): the run's, and its limits'
+        (and the enclosing runs')."""
+        self._charge(usage, model)
+        self._count_tokens(usage)
 
     def count_tool_request(self) -> str | None:
         """A model request a tool is about to make for the run (``ToolContext.count_request``).
@@ -598,16 +604,48 @@ class LoopCore:
         tools': once one is reached, its sentence (the request must not be
         made); else None, and the request counts in ``max_requests``.
         """
-        limit = self._limit()
+        limit = self._tree_limit()
         if limit is not None:
             return limit.message
-        self._requests += 1
+        self._count_request()
         return None
 
     def _count_usage(self, assistant: AssistantMessage) -> None:
-        self.usage += assistant.usage
-        by_model = self._usage_by_model
-        by_model[assistant.model] = by_model.get(assistant.model, ZERO_USAGE) + assistant.usage
+        self._charge(assistant.usage, assistant.model)
+
+    def _charge(self, usage: Usage, model: str) -> None:
+        """Add ``usage`` to this run's and the enclosing runs'."""
+        core: LoopCore | None = self
+        while core is not None:
+            core.usage += usage
+            by_model = core._usage_by_model
+            by_model[model] = by_model.get(model, ZERO_USAGE) + usage
+            core = core.enclosing
+
+    def _count_tokens(self, usage: Usage) -> None:
+        """Count ``usage``'s tokens against this run's and the enclosing runs' limits."""
+        tokens = usage.input + usage.output
+        core: LoopCore | None = self
+        while core is not None:
+            core._tokens_used += tokens
+            core = core.enclosing
+
+    def _count_request(self) -> None:
+        """A model request for this run: it counts here and in the enclosing runs."""
+        core: LoopCore | None = self
+        while core is not None:
+            core._requests += 1
+            core = core.enclosing
+
+    def _tree_limit(self) -> AgentStop | None:
+        """The first limit reached by this run or an enclosing run, if any."""
+        core: LoopCore | None = self
+        while core is not None:
+            limit = core._limit()
+            if limit is not None:
+                return limit
+            core = core.enclosing
+        return None
 
     def _limit(self) -> AgentStop | None:
         limits = self.config.limits
@@ -656,7 +694,7 @@ class LoopCore:
         yield MessageStart(loop_id=self.loop_id, message=partial.message())
         turn.partial = partial
         self._output_reader = None
-        self._requests += 1
+        self._count_request()
         final = yield AskModel(request)
         if isinstance(final, ModelFailed):
             final = partial.interrupted(StopReason.ERROR, final.message)

@@ -24,6 +24,7 @@ import logging
 import math
 import os
 from collections.abc import Sequence
+from contextvars import ContextVar
 from typing import Any
 
 import trio
@@ -163,6 +164,11 @@ class _Reporter:
         await self.driver.flush()
 
 
+#: The run whose tool calls run in this task: a loop started inside one of them (a
+#: sub-agent's) counts its spending there and passes its limits too.
+_enclosing: ContextVar[LoopCore | None] = ContextVar("agentloop_enclosing_run", default=None)
+
+
 class TrioDriver:
     """Runs a :class:`~._core.LoopCore` under trio, sending its events to ``send_channel``.
 
@@ -204,6 +210,7 @@ class TrioDriver:
             loop_id=loop_id or os.urandom(16).hex(),
             parent_loop_id=parent_loop_id,
             now=trio.current_time,
+            enclosing=_enclosing.get(),
         )
         self.abort_scope = abort_scope if abort_scope is not None else trio.CancelScope()
         self._send = send_channel
@@ -249,6 +256,7 @@ class TrioDriver:
         core = self.core
         # The agent tree shares one scheduler: a sub-agent's loop finds its parent's.
         scheduler = current_scheduler()
+        token = _enclosing.set(core)  # for the loops its tool calls start
         with use_scheduler(scheduler or Scheduler(core.config.schedule)) as self.scheduler:
             try:
                 # One pass of the scheduler first: tasks started with this run (a sub-agent's
@@ -273,6 +281,8 @@ class TrioDriver:
             except BaseException as error:
                 core.interrupted(isinstance(error, trio.Cancelled), describe_exception(error))
                 raise
+            finally:
+                _enclosing.reset(token)
 
     def _deadline_passed(self) -> tuple[AgentStop, str]:
         """Which deadline passed: the run's, or the turn's."""

@@ -146,7 +146,9 @@ class AgentTool(Protocol):
       reads or writes, or to run alone), so that conflicting calls anywhere in
       the agent tree run one after another (see :class:`~agentloop.Claim`);
     - ``exclusive``: ``True`` for a tool whose calls run alone (the same as a
-      ``resources`` that returns ``Claim(exclusive=True)``).
+      ``resources`` that returns ``Claim(exclusive=True)``). With a
+      ``resources`` too, both hold: each call runs alone, and its claim's
+      ``budget`` stands.
 
     ``execute`` receives the arguments, already checked against
     ``parameters_schema``, and returns a :class:`ToolResult`. To fail, raise
@@ -211,8 +213,8 @@ def tool_traits(tool: object) -> ToolTraits:
     queue = getattr(tool, "prun_queue", None)
     replay_safe = getattr(tool, "replay_safe", False) is True
     resources = getattr(tool, "resources", None)
-    if resources is None and getattr(tool, "exclusive", False) is True:
-        resources = _exclusive
+    if getattr(tool, "exclusive", False) is True:  # it runs alone, whatever else it claims
+        resources = _exclusive if resources is None else _runs_alone(resources)
     if (
         timeout is None
         and subject is None
@@ -229,6 +231,20 @@ _EXCLUSIVE = Claim(exclusive=True)
 
 def _exclusive(arguments: dict[str, Any]) -> Claim:
     return _EXCLUSIVE
+
+
+def _runs_alone(
+    resources: Callable[[dict[str, Any]], Claim],
+) -> Callable[[dict[str, Any]], Claim]:
+    """``resources`` of a tool that is also ``exclusive``: its claims, made exclusive."""
+
+    def claim(arguments: dict[str, Any]) -> Claim:
+        claimed = resources(arguments)
+        if isinstance(claimed, Claim) and not claimed.exclusive:
+            return attrs.evolve(claimed, exclusive=True)
+        return claimed  # exclusive already, or not a Claim (the scheduler says so)
+
+    return claim
 
 
 # --------------------------------------------------------------------------- errors

@@ -9,7 +9,7 @@ import attrs
 import trio
 
 from ._errors import AgentloopError
-from ._schedule import Claim
+from ._schedule import Claim, claim_of
 from ._types import TextContent, ToolResultContent, Usage
 
 __all__ = [
@@ -239,10 +239,8 @@ def _runs_alone(
     """``resources`` of a tool that is also ``exclusive``: its claims, made exclusive."""
 
     def claim(arguments: dict[str, Any]) -> Claim:
-        claimed = resources(arguments)
-        if isinstance(claimed, Claim) and not claimed.exclusive:
-            return attrs.evolve(claimed, exclusive=True)
-        return claimed  # exclusive already, or not a Claim (the scheduler says so)
+        claimed = claim_of(resources, arguments)  # TypeError if it is not a Claim
+        return claimed if claimed.exclusive else attrs.evolve(claimed, exclusive=True)
 
     return claim
 

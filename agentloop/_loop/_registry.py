@@ -10,6 +10,7 @@ from typing import Any
 
 from .._check import check_number
 from .._schedule import Claim, claim_of
+from .._text import JSONTooDeep, loads
 from .._tool import AgentTool, InvalidArgs, tool_traits
 from .._types import ToolCall
 from .._words import plural
@@ -226,7 +227,9 @@ def _quote(text: str) -> str:
 
 def _json_error(text: str) -> str:
     try:
-        value = json.loads(text)
+        value = loads(text)
+    except JSONTooDeep as error:
+        return f"{error} (the most agentloop reads)"
     except ValueError as error:
         return f"not valid JSON ({error})"
     kind = {list: "an array", str: "a string", bool: "a boolean", type(None): "null"}.get(

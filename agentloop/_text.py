@@ -121,11 +121,14 @@ def scrub(text: str) -> str:
     return _SURROGATE.sub(REPLACEMENT, text)
 
 
-def scrub_json(value: Any) -> Any:
+def scrub_json(value: Any, _depth: int = 0) -> Any:
     """A JSON-like value (dicts, lists, tuples, strings, scalars) with every string
     scrubbed, keys included; ``value`` itself when nothing needed it.
 
-    Other objects are returned as they are.
+    Other objects are returned as they are. A value of any depth is walked (past
+    64 levels by a loop, not recursion: a tool's ``details`` may nest deeper than
+    Python's recursion limit). A container that holds itself is copied 65 levels
+    down, then left as it is.
 
     >>> scrub_json({"k\\udc80": ["v\\ud800", 1]})
     {'k\\ufffd': ['v\\ufffd', 1]}
@@ -133,20 +136,91 @@ def scrub_json(value: Any) -> Any:
     if isinstance(value, str):
         return scrub(value)
     if isinstance(value, dict):
+        if _depth >= _RECURSE:
+            return _scrub_deep(value)
         changed = False
         out: dict[Any, Any] = {}
         for key, item in value.items():
             new_key = scrub(key) if isinstance(key, str) else key
-            new_item = scrub_json(item)
+            new_item = scrub_json(item, _depth + 1)
             changed = changed or new_key is not key or new_item is not item
             out[new_key] = new_item
         return out if changed else value
     if isinstance(value, list | tuple):
-        items = [scrub_json(item) for item in value]
+        if _depth >= _RECURSE:
+            return _scrub_deep(value)
+        items = [scrub_json(item, _depth + 1) for item in value]
         if all(new is old for new, old in zip(items, value, strict=True)):
             return value
         return items if isinstance(value, list) else tuple(items)
     return value
+
+
+# Levels scrubbed by recursion (fast for the usual shallow value); deeper ones by a loop.
+_RECURSE = 64
+
+
+class _Walk:
+    """One container of :func:`_scrub_deep`'s walk: its entries, and what they became."""
+
+    __slots__ = ("changed", "entries", "key", "out", "value")
+
+    def __init__(self, value: dict[Any, Any] | list[Any] | tuple[Any, ...]) -> None:
+        self.value = value
+        self.entries = iter(value.items()) if isinstance(value, dict) else enumerate(value)
+        self.out: list[tuple[Any, Any]] = []
+        self.changed = False
+        self.key: Any = None  # the key of the entry whose container is being walked
+
+    def next_container(self) -> Any:
+        """Scrub entries up to one holding a container (returned), or to the end (None)."""
+        is_dict = isinstance(self.value, dict)
+        for key, item in self.entries:
+            new_key = scrub(key) if is_dict and isinstance(key, str) else key
+            self.changed = self.changed or new_key is not key
+            if isinstance(item, dict | list | tuple):
+                self.key = new_key
+                return item
+            new_item = scrub(item) if isinstance(item, str) else item
+            self.changed = self.changed or new_item is not item
+            self.out.append((new_key, new_item))
+        return None
+
+    def take(self, old: Any, new: Any) -> None:
+        """The container of the current entry, walked."""
+        self.changed = self.changed or new is not old
+        self.out.append((self.key, new))
+
+    def result(self) -> Any:
+        value = self.value
+        if not self.changed:
+            return value
+        if isinstance(value, dict):
+            return dict(self.out)
+        items = [item for _, item in self.out]
+        return items if isinstance(value, list) else tuple(items)
+
+
+def _scrub_deep(value: dict[Any, Any] | list[Any] | tuple[Any, ...]) -> Any:
+    """:func:`scrub_json` with an explicit stack instead of recursion."""
+    stack = [_Walk(value)]
+    on_path = {id(value)}
+    while True:
+        walk = stack[-1]
+        child = walk.next_container()
+        if child is not None:
+            if id(child) in on_path:  # a cycle: leave it as it is
+                walk.take(child, child)
+            else:
+                on_path.add(id(child))
+                stack.append(_Walk(child))
+            continue
+        stack.pop()
+        on_path.discard(id(walk.value))
+        result = walk.result()
+        if not stack:
+            return result
+        stack[-1].take(walk.value, result)
 
 
 def checked_text(text: str | bytes, max_depth: int = MAX_JSON_DEPTH) -> str:

@@ -519,3 +519,76 @@ async def test_a_deep_answer_is_retried_in_native_mode() -> None:
     partials = [event.partial for event in recorder.of_type(al.OutputUpdate)]
     # Text streams word by word: '{"a": ', then the brackets (read up to the limit).
     assert partials == [{}, {"a": nested(MAX_JSON_DEPTH - 1)}, {}, {"x": 1}, {"x": 1, "y": 2}]
+
+
+# --------------------------------------------------------------------------- deep values of tools
+
+
+def chain(levels: int, leaf: Any) -> Any:
+    """``levels`` containers, each holding the next and a string to scrub."""
+    value = leaf
+    for level in range(levels):
+        value = [value, "x\ud800"] if level % 2 else {"k\udc80": value}
+    return value
+
+
+def same(left: Any, right: Any) -> bool:
+    """``left == right``, without recursion (``==`` recurses per level)."""
+    pairs = [(left, right)]
+    while pairs:
+        a, b = pairs.pop()
+        if type(a) is not type(b):
+            return False
+        if isinstance(a, dict):
+            if list(a) != list(b):
+                return False
+            pairs.extend((a[key], b[key]) for key in a)
+        elif isinstance(a, list | tuple):
+            if len(a) != len(b):
+                return False
+            pairs.extend(zip(a, b, strict=True))
+        elif a != b:
+            return False
+    return True
+
+
+def test_a_value_of_any_depth_is_scrubbed_without_recursion() -> None:
+    from agentloop._text import scrub_json
+
+    assert same(scrub_json(chain(DEEP, "\udfff")), chain_clean(DEEP, "\ufffd"))
+    assert not same(scrub_json(chain(DEEP, "\udfff")), chain_clean(DEEP, "?"))
+    clean = chain_clean(DEEP, "a")
+    assert scrub_json(clean) is clean
+    looped: dict[str, Any] = {"s": "\ud800", "deep": chain_clean(200, "a")}
+    looped["self"] = looped
+    scrubbed = scrub_json(looped)  # copied 65 levels down, then left as it is
+    inner = scrubbed
+    for _ in range(65):
+        assert inner["s"] == "\ufffd"
+        assert inner["deep"] is looped["deep"]
+        inner = inner["self"]
+    assert inner is looped
+
+
+def chain_clean(levels: int, leaf: Any) -> Any:
+    value = leaf
+    for level in range(levels):
+        value = [value, "x\ufffd"] if level % 2 else {"k\ufffd": value}
+    return value
+
+
+async def test_a_tool_result_with_deep_details_does_not_crash_the_run() -> None:
+    """``details`` are the tool's own: any depth is kept, scrubbed, and the run goes on."""
+
+    @attrs.define(eq=False)
+    class Deep(Lists):
+        async def execute(self, params: dict[str, Any], ctx: al.ToolContext) -> al.ToolResult:
+            return al.ToolResult.text("ran", details=chain(5_000, "\udfff"))
+
+    provider = ScriptedProvider([reply(call("t", {"a": []}, id="c1")), reply("done")])
+    recorder = await run(al.Agent(provider, tools=[Deep()]), "go")
+    assert tool_ends(recorder) == [("c1", "ran", False)]
+    (end,) = recorder.of_type(al.ToolExecutionEnd)
+    assert same(end.result.details, chain_clean(5_000, "\ufffd"))
+    (agent_end,) = recorder.of_type(al.AgentEnd)
+    assert agent_end.stop_reason == al.AgentStop(al.StopKind.COMPLETED)

@@ -202,9 +202,9 @@ class Chunked:
 async def test_a_long_answer_is_parsed_in_linear_work(
     monkeypatch: pytest.MonkeyPatch, native: bool
 ) -> None:
-    """A 256 KB answer in pieces of 64 characters: the partial reader parses at most
-    8 times the answer's length in all (parsing after every piece: 2,000 times)."""
-    value, text = answer(256_000)
+    """A 1 MB answer in pieces of 64 characters: the partial reader parses at most
+    8 times the answer's length in all (after every piece: some 8,000 times)."""
+    value, text = answer(1_000_000)
     parsed = 0
     bound = 8 * len(text)
     real_loads = output_module.loads
@@ -225,7 +225,7 @@ async def test_a_long_answer_is_parsed_in_linear_work(
     assert end.output == value
     updates = [event.partial for event in recorder.of_type(al.OutputUpdate)]
     assert updates[-1] == value
-    assert len(updates) == 108  # of 4,080 pieces
+    assert len(updates) == 113  # of 15,989 pieces
     assert 0 < parsed <= bound
 
 

@@ -185,7 +185,10 @@ class OutputUpdate(AgentEvent):
     string value cut where the stream is: ``{"name": "Li"}`` on the way to
     ``{"name": "Lima", "population": 10000000}``. It is plain JSON data, not
     yet checked; the checked, typed value is ``AgentEnd.output``. Sent after
-    the ``MessageUpdate`` whose piece changed it.
+    the ``MessageUpdate`` whose piece changed it; past the answer's first 4 KB,
+    only once the text since the last update paid for parsing it again (about
+    each time it grew by a quarter), and a last one before ``MessageEnd`` shows
+    the whole answer.
     """
 
     partial: Any

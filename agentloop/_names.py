@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Container
+from collections.abc import Iterable
 
-__all__ = ["MAX_TOOL_NAME", "check_tool_name", "model_tool_name", "unique_name"]
+__all__ = ["MAX_TOOL_NAME", "UniqueNames", "check_tool_name", "model_tool_name"]
 
 MAX_TOOL_NAME = 64
 _INVALID = re.compile(r"[^a-zA-Z0-9_-]")
@@ -34,10 +34,39 @@ def model_tool_name(prefix: str | None, raw: str) -> str:
     return cleaned
 
 
-def unique_name(name: str, taken: Container[str]) -> str:
-    """``name``, or ``name_2``, ``name_3``... (kept within 64 characters): the first not taken."""
-    candidate, number = name, 2
-    while candidate in taken:
-        suffix = f"_{number}"
-        candidate, number = name[: MAX_TOOL_NAME - len(suffix)] + suffix, number + 1
-    return candidate
+class UniqueNames:
+    """Names given out once each: ``name`` itself, else the first of ``name_2``,
+    ``name_3``... not given yet (kept within 64 characters).
+
+    Each name's next number is remembered, so giving out ``n`` copies of one
+    name takes time linear in ``n``, not quadratic.
+
+    >>> names = UniqueNames(["a_2"])
+    >>> [names.add("a"), names.add("a"), names.add("a")]
+    ['a', 'a_3', 'a_4']
+    """
+
+    __slots__ = ("_next", "_taken")
+
+    def __init__(self, taken: Iterable[str] = ()) -> None:
+        self._taken = set(taken)
+        self._next: dict[str, int] = {}
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._taken
+
+    def add(self, name: str) -> str:
+        """Give out ``name``, or the first free ``name_<n>``; return what was given."""
+        taken = self._taken
+        candidate = name
+        if candidate in taken:
+            number = self._next.get(name, 2)
+            while True:
+                suffix = f"_{number}"
+                candidate = name[: MAX_TOOL_NAME - len(suffix)] + suffix
+                number += 1
+                if candidate not in taken:
+                    break
+            self._next[name] = number
+        taken.add(candidate)
+        return candidate

@@ -9,7 +9,7 @@ import attrs
 import trio
 
 from ._errors import AgentloopError
-from ._schedule import Claim
+from ._schedule import Claim, claim_of
 from ._types import TextContent, ToolResultContent, Usage
 
 __all__ = [
@@ -167,7 +167,9 @@ class AgentTool(Protocol):
       reads or writes, or to run alone), so that conflicting calls anywhere in
       the agent tree run one after another (see :class:`~agentloop.Claim`);
     - ``exclusive``: ``True`` for a tool whose calls run alone (the same as a
-      ``resources`` that returns ``Claim(exclusive=True)``).
+      ``resources`` that returns ``Claim(exclusive=True)``). With a
+      ``resources`` too, both hold: each call runs alone, and its claim's
+      ``budget`` stands.
 
     ``execute`` receives the arguments, already checked against
     ``parameters_schema``, and returns a :class:`ToolResult`. To fail, raise
@@ -232,8 +234,8 @@ def tool_traits(tool: object) -> ToolTraits:
     queue = getattr(tool, "prun_queue", None)
     replay_safe = getattr(tool, "replay_safe", False) is True
     resources = getattr(tool, "resources", None)
-    if resources is None and getattr(tool, "exclusive", False) is True:
-        resources = _exclusive
+    if getattr(tool, "exclusive", False) is True:  # it runs alone, whatever else it claims
+        resources = _exclusive if resources is None else _runs_alone(resources)
     if (
         timeout is None
         and subject is None
@@ -250,6 +252,18 @@ _EXCLUSIVE = Claim(exclusive=True)
 
 def _exclusive(arguments: dict[str, Any]) -> Claim:
     return _EXCLUSIVE
+
+
+def _runs_alone(
+    resources: Callable[[dict[str, Any]], Claim],
+) -> Callable[[dict[str, Any]], Claim]:
+    """``resources`` of a tool that is also ``exclusive``: its claims, made exclusive."""
+
+    def claim(arguments: dict[str, Any]) -> Claim:
+        claimed = claim_of(resources, arguments)  # TypeError if it is not a Claim
+        return claimed if claimed.exclusive else attrs.evolve(claimed, exclusive=True)
+
+    return claim
 
 
 # --------------------------------------------------------------------------- errors

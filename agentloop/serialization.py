@@ -107,6 +107,7 @@ from ._events import (
     ThinkingDelta,
     ToolCallDelta,
 )
+from ._text import checked_text
 from ._types import (
     AssistantMessage,
     ImageContent,
@@ -534,7 +535,7 @@ def from_json(text: str | bytes, type_: object) -> Any:
     Raises :class:`DeserializationError`, for text that is not JSON too.
     """
     try:
-        data = json.loads(text, parse_constant=_reject_constant)
+        data = json.loads(checked_text(text), parse_constant=_reject_constant)
     except ValueError as exc:  # JSONDecodeError, UnicodeDecodeError, NaN
         raise DeserializationError(type_, [f"invalid JSON: {exc}"]) from exc
     return from_dict(data, type_)

@@ -55,6 +55,7 @@ import attrs
 from . import _events as ev
 from ._errors import AgentloopError
 from ._secrets import redact_urls
+from ._text import checked_text
 from ._tool import ToolResult, tool_traits
 from ._types import (
     AssistantMessage,
@@ -475,7 +476,7 @@ def load_session(path: str | os.PathLike[str]) -> Session:
         if not line.strip():
             continue
         try:
-            data = json.loads(line)
+            data = json.loads(checked_text(line))
             if not isinstance(data, dict):
                 raise ValueError("not an object")
             if data.get("type") == "session":
@@ -708,7 +709,7 @@ def _read_header(path: Path) -> dict[str, Any]:
     with path.open(encoding="utf-8", errors="replace") as file:
         first = file.readline()
     try:
-        data = json.loads(first)
+        data = json.loads(checked_text(first))
     except ValueError:
         return {}
     return data if isinstance(data, dict) and data.get("type") == "session" else {}

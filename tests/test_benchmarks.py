@@ -126,6 +126,15 @@ def test_openapi_parse() -> None:
     assert rows == {"petstore-3.0.yaml": "19", "museum-3.1.yaml": "9", "github-api.json": "1223"}
 
 
+def test_structured_output() -> None:
+    """Each mode ends with the answer whole before it is timed; a row per size."""
+    lines = bench("structured_output.py", "--sizes", "0.01,0.02", "--repeat", "1")
+    rows = [line.split(" | ")[0].strip() for line in lines if " | " in line][1:]
+    assert rows == ["0.01", "0.02"]
+    assert lines[-2].startswith("structured output: at most ")
+    assert lines[-1].startswith("µs/KB largest over smallest (1.0 = linear): arguments ")
+
+
 def test_scheduling() -> None:
     """Every side runs every call within the budget and without clashes before timing."""
     lines = bench(

@@ -862,9 +862,9 @@ class TestAdapter:
         changed = tool(description="d2", annotations=mcp_types.ToolAnnotations(read_only_hint=True))
         assert not first.same_definition(McpToolAdapter.from_tool(conn, changed, "t"))
 
-    def test_connection_names_and_deduplicates_tools(self) -> None:
+    async def test_connection_names_and_deduplicates_tools(self) -> None:
         conn = connection(prefix="srv")
-        conn._set_tools([tool(name="a.b"), tool(name="a_b"), tool(name="a-b")])
+        await conn._set_tools([tool(name="a.b"), tool(name="a_b"), tool(name="a-b")])
         assert [(a.tool_name, a.name) for a in conn.tools] == [
             ("a.b", "srv__a_b"),
             ("a_b", "srv__a_b_2"),
@@ -872,11 +872,11 @@ class TestAdapter:
         ]
         assert repr(conn) == "<McpConnection 'x' disconnected tools=3>"
 
-    def test_connection_keeps_unchanged_adapters(self) -> None:
+    async def test_connection_keeps_unchanged_adapters(self) -> None:
         conn = connection()
-        conn._set_tools([tool(name="keep"), tool(name="change", description="old")])
+        await conn._set_tools([tool(name="keep"), tool(name="change", description="old")])
         kept, changed = conn.tools
-        conn._set_tools([tool(name="keep"), tool(name="change", description="new")])
+        await conn._set_tools([tool(name="keep"), tool(name="change", description="new")])
         assert conn.tools[0] is kept
         assert conn.tools[1] is not changed
         assert conn.tools[1].description == "new"

@@ -425,6 +425,66 @@ def test_calls_without_an_index_are_told_apart_by_id() -> None:
     assert final.tool_calls == (al.ToolCall("a", "ls", {"p": "."}), al.ToolCall("b", "pwd", {}))
 
 
+class CountingIndex(int):
+    """A call's index that counts how often it is compared."""
+
+    compared = 0
+
+    def __eq__(self, other: object) -> bool:
+        CountingIndex.compared += 1
+        return int.__eq__(self, other)
+
+    __hash__ = int.__hash__
+
+
+class CountingCalls(dict[int, Any]):
+    """The parser's calls, counting each walk over them."""
+
+    walks = 0
+
+    def __iter__(self) -> Any:
+        CountingCalls.walks += 1
+        return super().__iter__()
+
+    def items(self) -> Any:
+        CountingCalls.walks += 1
+        return super().items()
+
+
+CALLS = 5_000
+
+
+def test_thousands_of_indexed_calls_take_linear_work() -> None:
+    """Finding a call's block was a search through the blocks so far: quadratic in calls."""
+    parser = OpenAIProvider(OPENAI).parser()
+    CountingIndex.compared = 0
+    for i in range(CALLS):
+        piece = {"index": CountingIndex(i), "id": f"c{i}", "function": {"name": "t"}}
+        parser._read_call(piece, [])  # type: ignore[attr-defined]
+    assert CountingIndex.compared <= CALLS
+    parser.feed(ServerSentEvent(data=json.dumps(chunk({}, "tool_calls"))))
+    final = parser.finish()
+    assert [call.id for call in final.tool_calls] == [f"c{i}" for i in range(CALLS)]
+
+
+def test_thousands_of_calls_without_an_index_take_linear_work() -> None:
+    """Each piece without an index looked through every call so far."""
+    parser = OpenAIProvider(OPENAI).parser()
+    parser._calls = CountingCalls()  # type: ignore[attr-defined]
+    CountingCalls.walks = 0
+    chunks = []
+    for i in range(CALLS):
+        chunks.append(chunk({"tool_calls": [{"id": f"c{i}", "function": {"name": "t"}}]}))
+        chunks.append(chunk({"tool_calls": [{"function": {"arguments": "{}"}}]}))
+    for data in chunks:
+        parser.feed(ServerSentEvent(data=json.dumps(data)))
+    assert CountingCalls.walks == 0
+    parser.feed(ServerSentEvent(data=json.dumps(chunk({}, "tool_calls"))))
+    final = parser.finish()
+    assert CountingCalls.walks == 2  # the calls left unannounced: at the finish reason, at the end
+    assert final.tool_calls == tuple(al.ToolCall(f"c{i}", "t", {}) for i in range(CALLS))
+
+
 def test_tool_calls_finish_without_calls_is_stop() -> None:
     """finish_reason tool_calls with no call in the stream is a plain stop: nothing to run."""
     _, final = parse(chunk({"content": "Hi"}), chunk({}, "tool_calls"), "[DONE]")

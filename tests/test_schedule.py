@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 import agentloop as al
 from agentloop._schedule import Claim, Scheduler, Ticket
+from agentloop._tool import tool_traits
 from agentloop.providers import ScriptedProvider, call, reply
 from agentloop.testing import EventRecorder, assert_well_formed
 from agentloop.tools import SubAgentTool
@@ -237,6 +238,70 @@ async def test_an_exclusive_tool_runs_alone(autojump_clock: Any) -> None:
         ("dequeued", "w2", 2.0),
     ]
     assert trio.current_time() == 3.0
+
+
+@attrs.define(eq=False)
+class Reader:
+    """``exclusive = True`` and a ``resources`` that claims only reads: both must hold."""
+
+    log: list[tuple[float, str, str]]
+    name: str = "alone"
+    label: str = "Reader"
+    description: str = "Read a while, alone."
+    exclusive: bool = True
+    parameters_schema: dict[str, Any] = attrs.field(factory=lambda: {"type": "object"})
+
+    def resources(self, params: dict[str, Any]) -> Claim:
+        return Claim(reads={"/data"})
+
+    async def execute(self, params: dict[str, Any], ctx: al.ToolContext) -> al.ToolResult:
+        self.log.append((trio.current_time(), "start", ctx.tool_call_id))
+        await trio.sleep(1)
+        self.log.append((trio.current_time(), "end", ctx.tool_call_id))
+        return al.ToolResult.text("ok")
+
+
+@pytest.mark.parametrize("schedule", [None, al.Schedule(max_concurrent=8)])
+async def test_an_exclusive_tool_with_resources_still_runs_alone(
+    autojump_clock: Any, schedule: al.Schedule | None
+) -> None:
+    """Two calls of a tool both ``exclusive`` and claiming shared reads run one after
+    the other (its reads alone would let them overlap), with or without a Schedule."""
+    log: list[tuple[float, str, str]] = []
+    provider = ScriptedProvider(
+        [reply(call("alone", {}, id="a1"), call("alone", {}, id="a2")), reply("done")]
+    )
+    agent = al.Agent(provider, tools=[Reader(log)], schedule=schedule)
+    recorder = await run(agent, "go")
+    assert log == [
+        (0.0, "start", "a1"),
+        (1.0, "end", "a1"),
+        (1.0, "start", "a2"),
+        (2.0, "end", "a2"),
+    ]
+    assert queue_events(recorder) == [
+        ("queued", "a2", "waiting for alone (a1): it runs alone"),
+        ("dequeued", "a2", 1.0),
+    ]
+
+
+def test_exclusive_makes_the_claims_of_resources_exclusive() -> None:
+    """``exclusive = True`` adds ``exclusive`` to what ``resources`` claims, keeping the rest."""
+    resources = tool_traits(Reader([])).resources
+    assert resources is not None
+    assert resources({}) == Claim(exclusive=True, reads={"/data"})
+
+    class Free(Reader):
+        def resources(self, params: dict[str, Any]) -> Claim:
+            return Claim(writes={"/x"}, budget=False)
+
+    free = tool_traits(Free([])).resources
+    assert free is not None
+    assert free({}) == Claim(exclusive=True, writes={"/x"}, budget=False)
+    assert tool_traits(attrs.evolve(Reader([]), exclusive=False)).resources is not None
+    plain = tool_traits(attrs.evolve(Reader([]), exclusive=False)).resources
+    assert plain is not None
+    assert plain({}) == Claim(reads={"/data"})
 
 
 async def test_calls_on_one_key_take_turns_and_others_run_beside_them(autojump_clock: Any) -> None:

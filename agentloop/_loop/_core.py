@@ -330,6 +330,7 @@ class LoopCore:
         "_output_errors",
         "_output_failures",
         "_output_reader",
+        "_output_shown",
         "_owed",
         "_requests",
         "_started_at",
@@ -386,6 +387,7 @@ class LoopCore:
         self._output_failures = 0
         self._output_errors: dict[str, str] = {}  # final-result call id -> what is wrong
         self._output_reader: tuple[str, PartialJSON] | None = None  # (call id or "", reader)
+        self._output_shown: Any = _NO_OUTPUT  # the partial value of the last OutputUpdate
         self.context_window = (
             0
             if config.compaction is None
@@ -696,6 +698,9 @@ class LoopCore:
         self._output_reader = None
         self._count_request()
         final = yield AskModel(request)
+        last = self._last_output_update()
+        if last is not None:
+            yield last
         if isinstance(final, ModelFailed):
             final = partial.interrupted(StopReason.ERROR, final.message)
         if not isinstance(final, AssistantMessage):
@@ -821,15 +826,29 @@ class LoopCore:
             key = ""
         if reader is None:
             reader = self._output_reader = (key, PartialJSON())
+            self._output_shown = _NO_OUTPUT
         elif reader[0] != key:
             return  # a second final-result call: the first one streams
         assert isinstance(delta, TextDelta | ToolCallDelta)
         partial = reader[1]
-        before = partial.value() if partial.text() else _NO_OUTPUT
         partial.feed(delta.delta)
+        if partial.due():  # parsing after each piece would be quadratic: see PartialJSON.due
+            self.output_update = self._output_update(partial, output)
+
+    def _last_output_update(self) -> OutputUpdate | None:
+        """Once the reply streamed: the update the spaced-out ones left out, if any."""
+        reader, output = self._output_reader, self.output
+        if reader is None or output is None or not reader[1].changed:
+            return None
+        return self._output_update(reader[1], output)
+
+    def _output_update(self, partial: PartialJSON, output: Output[Any]) -> OutputUpdate | None:
+        """The update for the answer read so far, or None if it shows nothing new."""
         value = partial.value()
-        if value is not None and value != before:
-            self.output_update = OutputUpdate(loop_id=self.loop_id, partial=output.partial(value))
+        if value is None or value == self._output_shown:
+            return None
+        self._output_shown = value
+        return OutputUpdate(loop_id=self.loop_id, partial=output.partial(value))
 
     # ----------------------------------------------------------------- tool calls
 

@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import functools
 import json
+import re
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
 
 from .._errors import AgentloopError
 from .._names import check_tool_name
+from .._text import MAX_JSON_DEPTH, JSONTooDeep, loads
 from .._types import ToolCall
 from ..providers import OutputFormat, ToolDefinition
 from ._registry import Checker, _validator_for, check_arguments
@@ -236,7 +238,9 @@ class Output(Generic[T]):
     def parse(self, text: str) -> tuple[T | None, str | None]:
         """The typed value of an answer given as JSON text, or what is wrong with it."""
         try:
-            value = json.loads(_strip_fence(text))
+            value = loads(_strip_fence(text))
+        except JSONTooDeep as error:
+            return None, f"the answer is {error} (the most agentloop reads)"
         except ValueError as error:
             return None, f"the answer is not valid JSON ({error})"
         errors = sorted(
@@ -308,13 +312,38 @@ def as_output(value: Any) -> Output[Any] | None:
 
 # --------------------------------------------------------------------------- partial JSON
 
+# The rest of a string a piece began inside: up to its closing quote, or to a
+# backslash that ends the piece.
+_STRING_REST = re.compile(r'[^"\\]*+(?:\\.[^"\\]*+)*+', re.DOTALL)
+# The rest of a number or a literal a piece began inside: up to a comma, a closing
+# bracket or whitespace.
+_SCALAR_REST = re.compile(r"[^,\]} \t\r\n]*+")
+# One token: a string (group 1: its closing quote; group 2: a backslash that ends the
+# piece), a bracket, a comma, or a number or literal. Whitespace and colons between
+# tokens change nothing: the search skips them.
+_TOKEN = re.compile(
+    r'"[^"\\]*+(?:\\.[^"\\]*+)*+(?:(")|(\\))?|[\[\]{},]|[^,:\[\]{}" \t\r\n][^,\]} \t\r\n]*+',
+    re.DOTALL,
+)
+
 
 class PartialJSON:
     """A JSON text read as it streams: :meth:`value` is the most of it that parses.
 
-    Each :meth:`feed` scans only the new piece, remembering the last point up to
-    which the text, with its open brackets closed, is valid JSON (and, inside a
-    string value, the text so far). :meth:`value` then parses that much once.
+    Each :meth:`feed` reads only the new piece (skipping through strings,
+    numbers and whitespace in C), remembering the last point up to which the
+    text, with its open brackets closed, is valid JSON (and, inside a string
+    value, the text so far). :meth:`value` then parses that much once.
+
+    Calling :meth:`value` after every piece would parse the whole text each
+    time: quadratic in its length. :meth:`due` says when a new value is worth
+    parsing: it may have changed since the last :meth:`value`, and the pieces
+    read since paid for it. A parse costs the text's length past its first
+    :attr:`FREE` characters; each character read earns :attr:`WORK_FACTOR`. So
+    a short text is parsed after every piece, a long one each time it has grown
+    by about a quarter, and a reader asking only when due parses about
+    :attr:`WORK_FACTOR` times the text's length in all. A text nested deeper than
+    :data:`~agentloop._text.MAX_JSON_DEPTH` is read no further.
 
     >>> reader = PartialJSON()
     >>> reader.feed('{"name": "Li')
@@ -325,16 +354,23 @@ class PartialJSON:
     {'name': 'Lima', 'tags': [1]}
     """
 
+    #: What each character read earns towards parsing the text again (see :meth:`due`).
+    WORK_FACTOR = 4
+    #: How many characters at the start of the text cost nothing to parse again.
+    FREE = 4096
+
     __slots__ = (
+        "_changed",
         "_closers",
+        "_credit",
         "_escape",
         "_good",
-        "_good_closers",
         "_in_string",
         "_key",
         "_parts",
         "_scalar",
         "_size",
+        "_stopped",
         "_string_is_key",
         "_text",
     )
@@ -343,67 +379,109 @@ class PartialJSON:
         self._parts: list[str] = []
         self._text = ""
         self._size = 0
-        self._closers: list[str] = []  # the open containers' closing brackets, innermost last
+        # The open containers' closing brackets, innermost last. They change only where
+        # _good moves, so closing text[:good] takes exactly these.
+        self._closers: list[str] = []
         self._key: list[bool] = []  # per open container: whether a key comes next (objects)
         self._in_string = False
         self._string_is_key = False
         self._escape = False
         self._scalar = False  # inside a number or a literal
+        self._stopped = False  # nested deeper than MAX_JSON_DEPTH: read no further
         self._good = 0  # text[:good] + closers parses
-        self._good_closers = ""
+        self._changed = False  # the value may differ from the last value()
+        self._credit = 0
 
     def feed(self, piece: str) -> None:
         """Read the next piece of the text."""
         start = self._size
+        end = len(piece)
         self._parts.append(piece)
-        self._size += len(piece)
+        self._size += end
+        self._credit += self.WORK_FACTOR * end
+        if self._stopped or not end:
+            return
         closers = self._closers
         keys = self._key
-        for offset, char in enumerate(piece):
-            position = start + offset
-            if self._in_string:
-                if self._escape:
-                    self._escape = False
-                elif char == "\\":
+        good = self._good
+        changed = self._changed
+        index = 0
+        if self._in_string:  # the piece goes on with a string
+            if not self._string_is_key:
+                changed = True  # the string value grows (the cut may drop an escape)
+            if self._escape:
+                self._escape = False
+                index = 1
+            index = _STRING_REST.match(piece, index).end()  # type: ignore[union-attr]
+            if index < end:
+                if piece[index] == "\\":  # a backslash ends the piece
                     self._escape = True
-                elif char == '"':
+                    index = end
+                else:
+                    index += 1  # the closing quote
                     self._in_string = False
                     if self._string_is_key:
                         keys[-1] = False
                     else:
-                        self._mark(position + 1)
-                continue
-            if self._scalar:
-                if char in ",]} \t\r\n":
-                    self._scalar = False
-                    self._mark(position)
-                else:
-                    continue
+                        good = start + index
+        elif self._scalar:  # the piece goes on with a number or a literal
+            index = _SCALAR_REST.match(piece, index).end()  # type: ignore[union-attr]
+            if index < end:
+                self._scalar = False
+                good = start + index
+                changed = True
+            elif not closers:
+                changed = True  # a bare number: whole if it parses
+        for token in _TOKEN.finditer(piece, index):
+            char = token.group()[0]
             if char == '"':
-                self._in_string = True
-                self._string_is_key = bool(keys) and keys[-1]
-            elif char == "{":
-                closers.append("}")
-                keys.append(True)
-                self._mark(position + 1)
-            elif char == "[":
-                closers.append("]")
-                keys.append(False)
-                self._mark(position + 1)
-            elif char in "}]":
+                is_key = bool(keys) and keys[-1]
+                if token.group(1) is not None:  # a whole string
+                    if is_key:
+                        keys[-1] = False
+                    else:
+                        good = start + token.end()
+                        changed = True
+                else:  # a string the next piece goes on with
+                    self._in_string = True
+                    self._string_is_key = is_key
+                    self._escape = token.group(2) is not None
+                    changed = changed or not is_key
+            elif char == "{" or char == "[":
+                if len(closers) == MAX_JSON_DEPTH:
+                    self._stopped = True  # the answer will be refused whole
+                    break
+                closers.append("}" if char == "{" else "]")
+                keys.append(char == "{")
+                good = start + token.end()
+                changed = True
+            elif char == "}" or char == "]":
                 if closers:
                     closers.pop()
                     keys.pop()
-                self._mark(position + 1)
+                good = start + token.end()
+                changed = True
             elif char == ",":
                 if keys and closers[-1] == "}":
                     keys[-1] = True
-            elif char not in ": \t\r\n":
+            elif token.end() < end:  # a whole number or literal
+                good = start + token.end()
+                changed = True
+            else:  # a number or a literal the next piece may go on with
                 self._scalar = True
+                if not closers:
+                    changed = True
+        self._good = good
+        self._changed = changed
 
-    def _mark(self, position: int) -> None:
-        self._good = position
-        self._good_closers = "".join(reversed(self._closers))
+    def due(self) -> bool:
+        """Whether :meth:`value` may have changed and the text read since paid for it."""
+        return self._changed and self._credit >= self._size - self.FREE
+
+    @property
+    def changed(self) -> bool:
+        """Whether :meth:`value` may differ from what it last returned."""
+        return self._changed
 
     def text(self) -> str:
         """All the text read so far."""
@@ -416,24 +494,30 @@ class PartialJSON:
 
     def value(self) -> Any:
         """The value so far: complete values, open containers closed, a string value cut
-        where the text ends. ``None`` before anything parses."""
+        where the text ends. ``None`` before anything parses. Costs the text's length."""
+        self._changed = False
+        self._credit = max(0, self._credit - max(0, self._size - self.FREE))
         text = self.text()
-        if self._in_string and not self._string_is_key:
+        closers = "".join(reversed(self._closers))
+        if self._stopped:
+            candidate = text[: self._good] + closers
+        elif self._in_string and not self._string_is_key:
             cut = text[: len(text) - 1] if self._escape else text
             # A cut \\uXXXX escape would not parse: drop it.
-            tail = cut.rfind("\\u")
-            if tail != -1 and len(cut) - tail < 6 and not _escaped(cut, tail):
+            tail = cut.rfind("\\u", max(0, len(cut) - 5))
+            if tail != -1 and not _escaped(cut, tail):
                 cut = cut[:tail]
-            candidate = cut + '"' + "".join(reversed(self._closers))
+            candidate = cut + '"' + closers
         elif self._scalar and not self._closers:
             candidate = text  # a bare number or literal: whole if it parses
         else:
-            candidate = text[: self._good] + self._good_closers
+            candidate = text[: self._good] + closers
+        # No depth check: the reader stops before the limit.
         try:
-            return json.loads(candidate)
+            return loads(candidate, max_depth=None)
         except ValueError:
             try:
-                return json.loads(text[: self._good] + self._good_closers)
+                return loads(text[: self._good] + closers, max_depth=None)
             except ValueError:
                 return None
 

@@ -11,7 +11,7 @@ import attrs
 import mcp.types as mcp_types
 import trio
 
-from .._names import model_tool_name, unique_name
+from .._names import UniqueNames, model_tool_name
 from .._schedule import NO_CLAIM, Claim
 from .._secrets import Redactor
 from .._tool import ToolContext, ToolError, ToolResult
@@ -262,7 +262,11 @@ def _definition(adapter: McpToolAdapter) -> tuple[Any, ...]:
     )
 
 
-def adapt_tools(
+#: Tools adapted between two checkpoints while a server's listing is read.
+ADAPT_BATCH = 100
+
+
+async def adapt_tools(
     connection: ToolHost,
     listed: Sequence[mcp_types.Tool],
     prefix: str | None,
@@ -270,12 +274,19 @@ def adapt_tools(
 ) -> dict[str, McpToolAdapter]:
     """Adapters for the tools a server listed, by model name; unchanged ones kept as they were.
 
-    Names are ``PREFIX__tool`` made valid for model APIs, made unique in order.
+    Names are ``PREFIX__tool`` made valid for model APIs, made unique in order
+    (in time linear in the number of tools, however many share a name). A long
+    listing lets other tasks run every :data:`ADAPT_BATCH` tools.
+
+    Cancellation: at those checkpoints; nothing has changed then.
     """
     old = {adapter.tool_name: adapter for adapter in previous.values()}
     tools: dict[str, McpToolAdapter] = {}
-    for tool in listed:
-        name = unique_name(model_tool_name(prefix, tool.name), tools)
+    names = UniqueNames()
+    for position, tool in enumerate(listed):
+        if position and position % ADAPT_BATCH == 0:
+            await trio.lowlevel.checkpoint()
+        name = names.add(model_tool_name(prefix, tool.name))
         adapter = McpToolAdapter.from_tool(connection, tool, name)
         kept = old.get(tool.name)
         tools[name] = kept if kept is not None and kept.same_definition(adapter) else adapter

@@ -450,10 +450,10 @@ class McpConnection(ResourcesMixin):
             if not cursor or cursor in seen:
                 break
             seen.add(cursor)
-        return self._set_tools(listed)
+        return await self._set_tools(listed)
 
-    def _set_tools(self, listed: Sequence[mcp_types.Tool]) -> bool:
-        tools = adapt_tools(self, listed, self.prefix, self._tools)
+    async def _set_tools(self, listed: Sequence[mcp_types.Tool]) -> bool:
+        tools = await adapt_tools(self, listed, self.prefix, self._tools)
         changed = list(tools.values()) != list(self._tools.values())  # by identity (eq=False)
         self._tools = tools
         return changed

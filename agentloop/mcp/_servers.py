@@ -13,7 +13,6 @@ And the usual JSON configuration file that names several of them::
 
 from __future__ import annotations
 
-import json
 import os
 import re
 from collections.abc import Mapping, Sequence
@@ -23,6 +22,7 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 import attrs
 
 from .._secrets import redact_url
+from .._text import loads
 
 if TYPE_CHECKING:  # _oauth loads the MCP SDK: only a server that asks for OAuth needs it
     from ._oauth import OAuth
@@ -285,9 +285,10 @@ def load_mcp_config(
     """
     if not isinstance(config, Mapping):
         path = Path(config)
+        text = path.read_text(encoding="utf-8")
         try:
-            config = json.loads(path.read_text(encoding="utf-8"))
-        except json.JSONDecodeError as error:
+            config = loads(text)
+        except ValueError as error:  # not JSON, or nested too deep to read
             raise ValueError(f"{path} is not JSON: {error}") from error
     servers = config.get("mcpServers") if isinstance(config, Mapping) else None
     if not isinstance(servers, Mapping):

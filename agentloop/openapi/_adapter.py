@@ -18,6 +18,7 @@ import trio
 
 from .._schedule import NO_CLAIM, Claim
 from .._secrets import Redactor, header_secrets, redact_url, redact_urls, url_secrets
+from .._text import loads
 from .._tool import ToolContext, ToolError, ToolResult, format_duration
 from .._types import ImageContent, TextContent, ToolResultContent
 from .._util import require_trio
@@ -502,7 +503,7 @@ def _text(body: bytes, response: httpx2.Response, cut_off: str | None, limit: in
     truncated = cut_off is not None
     if is_json and not truncated:
         try:
-            pretty = json.dumps(json.loads(body), indent=2, ensure_ascii=False)
+            pretty = json.dumps(loads(body), indent=2, ensure_ascii=False)
         except ValueError:
             pass
         else:

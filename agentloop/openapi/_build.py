@@ -6,7 +6,7 @@ import re
 from typing import Any
 from urllib.parse import urljoin, urlsplit
 
-from .._names import model_tool_name, unique_name
+from .._names import UniqueNames, model_tool_name
 from ._config import OpenApiConfig, OperationFilter
 from ._plan import Body, Operation, Param, Security
 from ._schema import SchemaConverter
@@ -65,7 +65,7 @@ class Builder:
 
     def _build(self) -> list[Operation]:
         tools: list[Operation] = []
-        names: set[str] = set()
+        names = UniqueNames()
         source = self.source
         raw_paths = self.document.get("paths")
         paths = {} if raw_paths is None else expect_object(raw_paths, "/paths", source)
@@ -90,8 +90,7 @@ class Builder:
                 if not self.filter.matches(operation_id, method, path, tags):
                     continue
                 raw_name = operation_id or f"{method}_{path.strip('/')}"
-                name = unique_name(model_tool_name(self.config.prefix, str(raw_name)), names)
-                names.add(name)
+                name = names.add(model_tool_name(self.config.prefix, str(raw_name)))
                 tools.append(
                     self._tool(name, path, method, item, item_base, item_at, operation, tags)
                 )

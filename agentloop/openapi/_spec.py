@@ -13,6 +13,7 @@ from urllib.parse import unquote, urljoin, urlsplit
 import yaml
 
 from .._errors import AgentloopError
+from .._text import checked_text
 
 __all__ = [
     "OpenApiError",
@@ -87,13 +88,15 @@ def parse_document(text: str | bytes, source: str) -> dict[str, Any]:
     stripped = text.lstrip()
     try:
         if stripped[:1] in ("{", "["):
-            document = json.loads(text)
+            document = json.loads(checked_text(text))
         else:
             document = yaml.load(text, Loader=_Loader)
-    except json.JSONDecodeError as error:
+    except ValueError as error:  # not JSON, or nested deeper than agentloop reads
         raise OpenApiError(f"{source}: not valid JSON: {error}") from error
     except yaml.YAMLError as error:
         raise OpenApiError(f"{source}: not valid YAML: {_one_line(str(error))}") from error
+    except RecursionError:  # YAML's composer recurses per level: no cheap check first
+        raise OpenApiError(f"{source}: the document nests too deeply") from None
     if not isinstance(document, dict):
         kind = type(document).__name__ if document is not None else "empty"
         raise OpenApiError(f"{source}: an OpenAPI document is an object, not {kind}")

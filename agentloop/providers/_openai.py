@@ -475,19 +475,21 @@ class _ChunkParser:
         self._model_id = ""
         self.response_id = ""  # the completion's id (every chunk carries it)
         self._finish: str | None = None  # the finish_reason, once one arrived
-        self._blocks: list[Literal["thinking", "text"] | int] = []  # content order
+        # Content order: each block's number, by key (a dict: thousands of calls stay linear).
+        self._blocks: dict[Literal["thinking", "text"] | int, int] = {}
         self._thinking: list[str] = []  # pieces, joined at the end (no quadratic +=)
         self._text: list[str] = []
         self._refused = False
         self._calls: dict[int, _Call] = {}
+        self._call_ids: dict[str, int] = {}  # a call's id -> its position (the first)
+        self._top_call = -1  # the highest position of a call so far
         self._usage: Usage | None = None
 
     def _block(self, key: Literal["thinking", "text"] | int) -> int:
-        try:
-            return self._blocks.index(key)
-        except ValueError:
-            self._blocks.append(key)
-            return len(self._blocks) - 1
+        number = self._blocks.get(key)
+        if number is None:
+            number = self._blocks[key] = len(self._blocks)
+        return number
 
     def feed(self, event: ServerSentEvent) -> Sequence[StreamDelta]:
         """Take one event; return its deltas. Raises ProviderError for an error chunk."""
@@ -559,16 +561,20 @@ class _ChunkParser:
         if not isinstance(position, int) or isinstance(position, bool):
             # No index (a few servers): the call with this id, else a new call when an
             # id comes, else the last call goes on.
-            known = [i for i, c in self._calls.items() if call_id and c.id == call_id]
-            if known:
-                position = known[0]
+            known = self._call_ids.get(call_id) if call_id else None
+            if known is not None:
+                position = known
             elif call_id or not self._calls:
                 position = len(self._calls)
             else:
-                position = max(self._calls)
-        call = self._calls.setdefault(position, _Call())
+                position = self._top_call  # the last call goes on
+        call = self._calls.get(position)
+        if call is None:
+            call = self._calls[position] = _Call()
+            self._top_call = max(self._top_call, position)
         if call_id and not call.id:
             call.id = call_id
+            self._call_ids.setdefault(call_id, position)
         function = piece.get("function")
         arguments = ""
         if isinstance(function, Mapping):

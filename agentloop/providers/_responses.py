@@ -221,7 +221,7 @@ def _signature(block: ThinkingContent) -> dict[str, Any] | None:
     if not signature or signature[0] != "{":
         return None
     try:
-        data = json.loads(signature)
+        data = loads(signature)
     except ValueError:
         return None
     return data if isinstance(data, dict) else None

@@ -592,3 +592,19 @@ async def test_a_tool_result_with_deep_details_does_not_crash_the_run() -> None:
     assert same(end.result.details, chain_clean(5_000, "\ufffd"))
     (agent_end,) = recorder.of_type(al.AgentEnd)
     assert agent_end.stop_reason == al.AgentStop(al.StopKind.COMPLETED)
+
+
+def test_the_terminal_agents_files_refuse_deep_json(tmp_path: Path) -> None:
+    """The terminal agent's own JSON files (an MCP config, a model script) are outside
+    JSON too: too deep is a clear error, not a RecursionError."""
+    from agentloop._cli._models import ModelError, load_script
+    from agentloop._cli._setup import oauth_by_default
+
+    deep = tmp_path / "deep.json"
+    deep.write_text("[" * 100_000 + "]" * 100_000, encoding="utf-8")
+    with pytest.raises(
+        ValueError, match=r"^.*deep\.json is not valid JSON: nested deeper than 128 levels$"
+    ):
+        oauth_by_default(deep)
+    with pytest.raises(ModelError, match=r"is not JSON: nested deeper than 128 levels$"):
+        load_script(deep)

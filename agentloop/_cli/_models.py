@@ -13,6 +13,7 @@ import attrs
 from .._demo import demo_provider, make_project
 from .._errors import AgentloopError
 from .._secrets import redact_url
+from .._text import loads
 from .._types import AssistantMessage, ThinkingContent
 from ..providers import (
     DEFAULT_ANTHROPIC_URL,
@@ -175,7 +176,7 @@ def load_script(path: str | Path) -> list[ScriptedTurn]:
     """
     path = Path(path)
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = loads(path.read_text(encoding="utf-8"))
     except OSError as error:
         raise ModelError(f"cannot read the script {path}: {error.strerror or error}") from error
     except ValueError as error:

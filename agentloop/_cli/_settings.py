@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import json
 import os
 import tomllib
 from collections.abc import Mapping
@@ -34,6 +33,7 @@ import attrs
 
 from .._errors import AgentloopError
 from .._instructions import find_repository_top
+from .._text import loads
 
 __all__ = [
     "FLAG_SANDBOX_DEFAULTS",
@@ -510,8 +510,8 @@ def read_settings_files(directory: Path, environ: Mapping[str, str]) -> Settings
                 fingerprints[servers] = "absent"
             else:
                 fingerprints[servers] = sha256(data)
-                with contextlib.suppress(UnicodeDecodeError, json.JSONDecodeError):
-                    config = json.loads(data.decode("utf-8"))
+                with contextlib.suppress(ValueError):  # not UTF-8, not JSON, too deep
+                    config = loads(data.decode("utf-8"))
             project["mcp_servers"] = McpFile(path=servers, config=config)
     return attrs.evolve(files, project=project, fingerprints=fingerprints, notes=tuple(notes))
 

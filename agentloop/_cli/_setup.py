@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
@@ -14,6 +13,7 @@ import trio
 from .._errors import AgentloopError
 from .._instructions import ProjectInstructions
 from .._permissions import Approver, PermissionRequest, Permissions
+from .._text import loads
 from .._tool import AgentTool
 from .._visible import visible_line
 from ..openapi import OpenApiConfig, OpenApiError, OpenApiToolAdapter
@@ -223,8 +223,8 @@ def oauth_by_default(config: Path | Mapping[str, Any]) -> Mapping[str, Any]:
     """
     if isinstance(config, Path):
         try:
-            parsed = json.loads(config.read_text(encoding="utf-8"))
-        except json.JSONDecodeError as error:
+            parsed = loads(config.read_text(encoding="utf-8"))
+        except ValueError as error:
             raise ValueError(f"{config} is not valid JSON: {error}") from error
     else:
         parsed = config

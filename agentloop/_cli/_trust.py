@@ -40,6 +40,7 @@ from typing import Any, Literal, TextIO
 
 import attrs
 
+from .._text import loads
 from .._visible import visible_line
 from ._args import Options
 from ._settings import (
@@ -130,8 +131,8 @@ class TrustStore:
             why = "other users can change it (it must be yours, and writable by you only)"
             return {}, f"agentloop: {self.path} is not used: {why}"
         try:
-            data = json.loads(raw.decode("utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError) as error:
+            data = loads(raw.decode("utf-8"))
+        except ValueError as error:  # not UTF-8, not JSON, nested too deep
             return {}, f"agentloop: {self.path} is not used: it is not valid JSON ({error})"
         folders = data.get("folders") if isinstance(data, dict) else None
         if not isinstance(folders, dict):

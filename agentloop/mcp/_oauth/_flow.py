@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 import time
 import uuid
@@ -46,6 +45,7 @@ from mcp.shared.inbound import MCP_PROTOCOL_VERSION_HEADER
 from pydantic import AnyUrl, ValidationError
 
 from ..._secrets import Redactor
+from ..._text import loads
 from ..._util import call_hook
 from .._base import McpAuthError
 from ._browser import REDIRECT_HOST, authorize_in_browser, free_port, person_waits
@@ -667,7 +667,7 @@ def _covers(granted: str | None, wanted: str | None) -> bool:
 def _oauth_error(body: bytes) -> str:
     """The OAuth error of a refused token request, briefly: never the whole body."""
     try:
-        data = json.loads(body)
+        data = loads(body)
     except ValueError:
         return ""
     if not isinstance(data, dict) or not isinstance(data.get("error"), str):

@@ -14,6 +14,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from ..._text import loads
+
 __all__ = ["TokenFile"]
 
 log = logging.getLogger("agentloop.mcp")
@@ -39,7 +41,7 @@ class TokenFile:
 
     def read(self) -> dict[str, Any] | None:
         try:
-            data = json.loads(self.path.read_text(encoding="utf-8"))
+            data = loads(self.path.read_text(encoding="utf-8"))
         except FileNotFoundError:
             return None
         except (OSError, ValueError) as error:

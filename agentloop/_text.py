@@ -23,6 +23,8 @@ import json
 import re
 from typing import Any, Final
 
+from ._errors import AgentloopError
+
 __all__ = [
     "MAX_JSON_DEPTH",
     "REPLACEMENT",
@@ -51,7 +53,7 @@ _AS_PARENS = bytes.maketrans(b"[]{}", b"()()")
 _OPEN = ord("(")
 
 
-class JSONTooDeep(ValueError):
+class JSONTooDeep(AgentloopError, ValueError):
     """JSON text nested deeper than :data:`MAX_JSON_DEPTH`."""
 
     def __init__(self, limit: int) -> None:

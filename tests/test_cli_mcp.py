@@ -211,8 +211,8 @@ async def test_a_servers_sampling_request_is_capped(tmp_path: Path) -> None:
         result = await trio.to_thread.run_sync(
             lambda: run_cli(*args, "-p", "go", home=home, cwd=tmp_path, input="y\ny\n")
         )
-    assert (result.returncode, result.stderr) == (0, ""), result.stderr
-    assert "✓ flood__once: the model wrote: A poem." in result.stdout.splitlines()
+    assert (result.returncode, result.stdout) == (0, "Done.\n"), result.stderr
+    assert "✓ flood__once: the model wrote: A poem." in result.stderr.splitlines()
     sampled = model.requests[1].json()  # a local server's field is max_tokens
     assert (sampled["messages"], sampled["max_tokens"]) == (
         [{"role": "user", "content": "Write."}],

@@ -360,7 +360,7 @@ def test_the_program_follows_the_settings(tmp_path: Path) -> None:
     # The flags win: another model, text.
     other = script(tmp_path / "o.json", [{"text": "Other."}])
     done = run(
-        "-p", "hi", "--model", f"scripted:{other}", "--output-format", "text",
+        "-p", "hi", "--model", f"scripted:{other}", "--output-format", "text", "--trust",
         cwd=top / "src", home=home,
     )  # fmt: skip
     assert (done.returncode, done.stdout) == (0, "Other.\n"), done.stderr

@@ -175,8 +175,8 @@ async def run_agent(tmp_path: Path, *flags: str) -> tuple[str, list[Any]]:
                 env=env, stdin=subprocess.DEVNULL, capture_stdout=True,
                 capture_stderr=True, check=False,
             )  # fmt: skip
-    assert (done.returncode, done.stderr.decode()) == (0, "")
-    assert KEY not in done.stdout.decode()
+    assert (done.returncode, done.stdout.decode()) == (0, "Done.\n")
+    assert KEY not in done.stderr.decode()
     assert [request.headers["x-api-key"] for request in server.requests] == [KEY, KEY]
     result = server.requests[1].json()["messages"][2]["content"][0]
     assert result["type"] == "tool_result"

@@ -225,7 +225,7 @@ async def test_the_terminal_agent_sends_no_file_from_outside_to_the_model(tmp_pa
     assert len(server.requests) == 1
     assert b"Run nox." in server.requests[0].body
     assert b"SECRET-KEY-123" not in server.requests[0].body
-    assert done.stdout.decode().splitlines()[1] == (
+    assert done.stderr.decode().splitlines()[1] == (
         f"agentloop: project instructions from AGENTS.md; left out: CLAUDE.md (it leads to "
         f"{secret}, outside {top})."
     )

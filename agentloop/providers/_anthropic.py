@@ -65,12 +65,10 @@ arguments text, even empty, as ``raw_arguments``, so the loop does not run it.
 
 from __future__ import annotations
 
-import random
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Unpack
 
 import attrs
-import httpx2
 
 from .._events import StreamDelta, TextDelta, ThinkingDelta, ToolCallDelta
 from .._text import loads
@@ -102,14 +100,12 @@ from ._errors import (
     redact,
 )
 from ._http import (
-    DEFAULT_IDLE_TIMEOUT,
-    DEFAULT_REQUEST_TIMEOUT,
+    HTTPOptions,
     HTTPProvider,
     join_url,
     resolve_model,
 )
 from ._model import ModelConfig, Secret, ThinkingLevel
-from ._retry import RetryConfig
 from .sse import ServerSentEvent
 
 __all__ = ["ANTHROPIC_VERSION", "THINKING_BUDGETS", "AnthropicProvider"]
@@ -515,25 +511,12 @@ class AnthropicProvider(HTTPProvider):
         model: ModelConfig | str = "claude-sonnet-5",
         *,
         api_key: str | Secret | None = None,
-        retry: RetryConfig | None = None,
-        client: httpx2.AsyncClient | None = None,
-        timeout: httpx2.Timeout | None = None,
-        rng: random.Random | None = None,
-        idle_timeout: float | None = DEFAULT_IDLE_TIMEOUT,
-        request_timeout: float | None = DEFAULT_REQUEST_TIMEOUT,
+        **options: Unpack[HTTPOptions],
     ) -> None:
         config = resolve_model(
             model, api_key, ModelConfig.anthropic, "anthropic", "AnthropicProvider"
         )
-        super().__init__(
-            config,
-            retry=retry,
-            client=client,
-            timeout=timeout,
-            rng=rng,
-            idle_timeout=idle_timeout,
-            request_timeout=request_timeout,
-        )
+        super().__init__(config, **options)
 
     def url(self) -> str:
         return join_url(self.model.base_url, "/v1/messages")

@@ -33,7 +33,7 @@ import socket
 import urllib.parse
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import aclosing
-from typing import Any, Protocol, Self
+from typing import Any, Protocol, Self, TypedDict
 
 import attrs
 import httpx2
@@ -57,6 +57,7 @@ __all__ = [
     "DEFAULT_IDLE_TIMEOUT",
     "DEFAULT_REQUEST_TIMEOUT",
     "DEFAULT_TIMEOUT",
+    "HTTPOptions",
     "HTTPProvider",
     "StreamParser",
     "bearer_headers",
@@ -75,6 +76,18 @@ _DRAIN_SECONDS = 5.0
 _MIN_SECRET_LENGTH = 8  # header values this long or longer are redacted from errors
 
 log = logging.getLogger("agentloop.providers")
+
+
+class HTTPOptions(TypedDict, total=False):
+    """The keyword arguments every HTTP provider takes besides its model and key:
+    as for :class:`HTTPProvider`."""
+
+    retry: RetryConfig | None
+    client: httpx2.AsyncClient | None
+    timeout: httpx2.Timeout | None
+    rng: random.Random | None
+    idle_timeout: float | None
+    request_timeout: float | None
 
 
 class StreamParser(Protocol):

@@ -26,13 +26,11 @@ A request with ``output`` (structured output, native mode) sends
 from __future__ import annotations
 
 import json
-import random
 import urllib.parse
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Literal
+from typing import Any, Literal, Unpack
 
 import attrs
-import httpx2
 
 from .._events import StreamDelta, TextDelta, ThinkingDelta, ToolCallDelta
 from .._text import loads
@@ -63,18 +61,16 @@ from ._errors import (
     redact,
 )
 from ._http import (
-    DEFAULT_IDLE_TIMEOUT,
-    DEFAULT_REQUEST_TIMEOUT,
+    HTTPOptions,
     HTTPProvider,
     bearer_headers,
     join_url,
     resolve_model,
 )
 from ._model import ModelConfig, Secret, ThinkingLevel
-from ._retry import RetryConfig
 from .sse import ServerSentEvent
 
-__all__ = ["OpenAIProvider"]
+__all__ = ["OpenAIEndpoint", "OpenAIProvider"]
 
 _FINISH_REASONS = {
     "stop": StopReason.STOP,
@@ -112,7 +108,34 @@ def _server_name(model: ModelConfig) -> str:
     return f"openai-compatible ({host})"
 
 
-class OpenAIProvider(HTTPProvider):
+class OpenAIEndpoint(HTTPProvider):
+    """What OpenAI's two APIs share: a bearer key, an endpoint under ``base_url``,
+    reasoning efforts, and errors that name the configured server."""
+
+    #: The endpoint's path under the model's ``base_url``.
+    path = ""
+
+    def __init__(self, config: ModelConfig, **options: Unpack[HTTPOptions]) -> None:
+        super().__init__(config, **options)
+        self.api_name = _server_name(config)  # error messages name the configured server
+
+    def url(self) -> str:
+        """``{base_url}`` then the endpoint's path (before a query the URL has)."""
+        return join_url(self.model.base_url, self.path)
+
+    def headers(self, api_key: str | None) -> dict[str, str]:
+        """JSON in, an event stream out, the key as a bearer token, then the model's headers."""
+        return bearer_headers(api_key, self.model.headers)
+
+    def effort(self, level: ThinkingLevel) -> str:
+        """The ``reasoning_effort`` for a thinking level other than OFF."""
+        effort = _EFFORTS[level]
+        if effort == "minimal" and not self.model.compat.minimal_effort:
+            effort = "low"
+        return effort
+
+
+class OpenAIProvider(OpenAIEndpoint):
     """A model behind OpenAI's Chat Completions API, or any server that speaks it.
 
     ::
@@ -141,38 +164,17 @@ class OpenAIProvider(HTTPProvider):
     """
 
     api_name = "OpenAI"
+    path = "/chat/completions"
 
     def __init__(
         self,
         model: ModelConfig | str = "gpt-5.4",
         *,
         api_key: str | Secret | None = None,
-        retry: RetryConfig | None = None,
-        client: httpx2.AsyncClient | None = None,
-        timeout: httpx2.Timeout | None = None,
-        rng: random.Random | None = None,
-        idle_timeout: float | None = DEFAULT_IDLE_TIMEOUT,
-        request_timeout: float | None = DEFAULT_REQUEST_TIMEOUT,
+        **options: Unpack[HTTPOptions],
     ) -> None:
         config = resolve_model(model, api_key, ModelConfig.openai, "openai", "OpenAIProvider")
-        super().__init__(
-            config,
-            retry=retry,
-            client=client,
-            timeout=timeout,
-            rng=rng,
-            idle_timeout=idle_timeout,
-            request_timeout=request_timeout,
-        )
-        self.api_name = _server_name(config)  # error messages name the configured server
-
-    def url(self) -> str:
-        """``{base_url}/chat/completions``."""
-        return join_url(self.model.base_url, "/chat/completions")
-
-    def headers(self, api_key: str | None) -> dict[str, str]:
-        """JSON in, an event stream out, the key as a bearer token, then the model's headers."""
-        return bearer_headers(api_key, self.model.headers)
+        super().__init__(config, **options)
 
     def body(self, request: ModelRequest) -> dict[str, Any]:
         """The Chat Completions request for ``request``."""
@@ -202,10 +204,7 @@ class OpenAIProvider(HTTPProvider):
         if request.temperature is not None:
             body["temperature"] = request.temperature
         if compat.reasoning_effort and request.thinking is not ThinkingLevel.OFF:
-            effort = _EFFORTS[request.thinking]
-            if effort == "minimal" and not compat.minimal_effort:
-                effort = "low"
-            body["reasoning_effort"] = effort
+            body["reasoning_effort"] = self.effort(request.thinking)
         if request.output is not None:
             body["response_format"] = {
                 "type": "json_schema",

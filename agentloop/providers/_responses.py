@@ -105,13 +105,11 @@ before ``response.completed`` or ``response.incomplete`` is a
 from __future__ import annotations
 
 import json
-import random
 import re
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Unpack
 
 import attrs
-import httpx2
 
 from .._events import StreamDelta, TextDelta, ThinkingDelta, ToolCallDelta
 from .._text import loads
@@ -142,26 +140,15 @@ from ._errors import (
     redact,
 )
 from ._http import (
-    DEFAULT_IDLE_TIMEOUT,
-    DEFAULT_REQUEST_TIMEOUT,
-    HTTPProvider,
-    bearer_headers,
-    join_url,
+    HTTPOptions,
     resolve_model,
 )
 from ._model import ModelConfig, Secret, ThinkingLevel
-from ._openai import _server_name, result_image_parts
-from ._retry import RetryConfig
+from ._openai import OpenAIEndpoint, result_image_parts
 from .sse import ServerSentEvent
 
 __all__ = ["OpenAIResponsesProvider"]
 
-_EFFORTS = {
-    ThinkingLevel.MINIMAL: "minimal",
-    ThinkingLevel.LOW: "low",
-    ThinkingLevel.MEDIUM: "medium",
-    ThinkingLevel.HIGH: "high",
-}
 _PART_SEPARATOR = "\n\n"  # between two reasoning summary parts in ``thinking``
 _IMAGE_NOTE = "(the result is the image in the next message)"
 
@@ -798,7 +785,7 @@ def _dumps(value: object) -> str:
 # --------------------------------------------------------------------------- provider
 
 
-class OpenAIResponsesProvider(HTTPProvider):
+class OpenAIResponsesProvider(OpenAIEndpoint):
     """A model behind OpenAI's Responses API (``POST /v1/responses``), streamed.
 
     See the module documentation for how the history, reasoning and the stream
@@ -839,6 +826,7 @@ class OpenAIResponsesProvider(HTTPProvider):
     """
 
     api_name = "OpenAI"
+    path = "/responses"
 
     def __init__(
         self,
@@ -846,12 +834,7 @@ class OpenAIResponsesProvider(HTTPProvider):
         *,
         api_key: str | Secret | None = None,
         store: bool = False,
-        retry: RetryConfig | None = None,
-        client: httpx2.AsyncClient | None = None,
-        timeout: httpx2.Timeout | None = None,
-        rng: random.Random | None = None,
-        idle_timeout: float | None = DEFAULT_IDLE_TIMEOUT,
-        request_timeout: float | None = DEFAULT_REQUEST_TIMEOUT,
+        **options: Unpack[HTTPOptions],
     ) -> None:
         config = resolve_model(
             model,
@@ -860,25 +843,8 @@ class OpenAIResponsesProvider(HTTPProvider):
             "openai-responses",
             "OpenAIResponsesProvider",
         )
-        super().__init__(
-            config,
-            retry=retry,
-            client=client,
-            timeout=timeout,
-            rng=rng,
-            idle_timeout=idle_timeout,
-            request_timeout=request_timeout,
-        )
+        super().__init__(config, **options)
         self.store = store
-        self.api_name = _server_name(config)  # error messages name the configured server
-
-    def url(self) -> str:
-        """``{base_url}/responses``."""
-        return join_url(self.model.base_url, "/responses")
-
-    def headers(self, api_key: str | None) -> dict[str, str]:
-        """JSON in, an event stream out, the key as a bearer token, then the model's headers."""
-        return bearer_headers(api_key, self.model.headers)
 
     def body(self, request: ModelRequest) -> dict[str, Any]:
         """The Responses API request for ``request``; see the module docstring."""
@@ -907,10 +873,7 @@ class OpenAIResponsesProvider(HTTPProvider):
         )
         reasons = compat.reasoning_effort and request.thinking is not ThinkingLevel.OFF
         if reasons:
-            effort = _EFFORTS[request.thinking]
-            if effort == "minimal" and not compat.minimal_effort:
-                effort = "low"
-            body["reasoning"] = {"effort": effort, "summary": "auto"}
+            body["reasoning"] = {"effort": self.effort(request.thinking), "summary": "auto"}
         elif request.temperature is not None:
             body["temperature"] = request.temperature
         if compat.reasoning_effort and not self.store:

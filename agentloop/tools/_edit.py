@@ -13,7 +13,6 @@ from typing import Any
 import attrs
 import trio
 
-from .._schedule import Claim
 from .._tool import InvalidArgs, ToolContext, ToolError, ToolResult
 from ._files import (
     SNIFF_BYTES,
@@ -28,7 +27,7 @@ from ._files import (
     split_lines,
     stat_file,
 )
-from ._workspace import Workspace, as_workspace, path_claim, path_lock, path_subject
+from ._workspace import PathTool, Workspace, as_workspace, path_lock
 
 __all__ = ["EditFileTool"]
 
@@ -359,7 +358,7 @@ def _snippet(text: str, start: int, stop: int, max_chars: int) -> str:
 
 
 @attrs.frozen(eq=False)
-class EditFileTool:
+class EditFileTool(PathTool):
     """The ``edit_file`` tool: replace exact text in an existing file.
 
     One edit (``old_text``, ``new_text``, ``replace_all``) or a list of them
@@ -394,13 +393,7 @@ class EditFileTool:
     )
     parameters_schema = _EDIT_SCHEMA
 
-    def permission_subject(self, params: Mapping[str, Any]) -> tuple[str, str]:
-        """``("path", <the root-relative path>)``, or the raw path if it leaves the root."""
-        return path_subject(self.workspace, params)
-
-    def resources(self, params: dict[str, Any]) -> Claim:
-        """``Claim(writes={<the resolved absolute path>})``: see :func:`path_claim`."""
-        return path_claim(self.workspace, params, writes=True)
+    writes = True
 
     async def execute(self, params: dict[str, Any], ctx: ToolContext) -> ToolResult:
         """Apply the edits; see the class docstring."""

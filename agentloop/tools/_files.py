@@ -18,11 +18,10 @@ from typing import Any
 import attrs
 import trio
 
-from .._schedule import Claim
 from .._tool import InvalidArgs, ToolContext, ToolError, ToolResult
 from .._types import ImageContent, TextContent
 from .._words import plural as _plural
-from ._workspace import Workspace, as_workspace, path_claim, path_lock, path_subject
+from ._workspace import PathTool, Workspace, as_workspace, path_lock
 
 __all__ = ["ReadFileTool", "WriteFileTool", "atomic_write"]
 
@@ -243,7 +242,7 @@ _DIRECTORY_HINT = "Use list_files to see what it contains."
 
 
 @attrs.frozen(eq=False)
-class ReadFileTool:
+class ReadFileTool(PathTool):
     """The ``read_file`` tool: a text file with numbered lines, or an image.
 
     Text comes back like ``cat -n`` (``f"{n:>6}\\t{line}"``) under a header line
@@ -283,14 +282,6 @@ class ReadFileTool:
         "are returned as images. Other binary files cannot be read."
     )
     parameters_schema = _READ_SCHEMA
-
-    def permission_subject(self, params: Mapping[str, Any]) -> tuple[str, str]:
-        """``("path", <the root-relative path>)``, or the raw path if it leaves the root."""
-        return path_subject(self.workspace, params)
-
-    def resources(self, params: dict[str, Any]) -> Claim:
-        """``Claim(reads={<the resolved absolute path>})``: see :func:`path_claim`."""
-        return path_claim(self.workspace, params)
 
     async def execute(self, params: dict[str, Any], ctx: ToolContext) -> ToolResult:
         """Read the file; see the class docstring."""
@@ -413,7 +404,7 @@ _WRITE_SCHEMA: dict[str, Any] = {
 
 
 @attrs.frozen(eq=False)
-class WriteFileTool:
+class WriteFileTool(PathTool):
     """The ``write_file`` tool: create or replace a whole file, atomically.
 
     Missing parent directories are created. An existing file keeps its mode.
@@ -436,13 +427,7 @@ class WriteFileTool:
     )
     parameters_schema = _WRITE_SCHEMA
 
-    def permission_subject(self, params: Mapping[str, Any]) -> tuple[str, str]:
-        """``("path", <the root-relative path>)``, or the raw path if it leaves the root."""
-        return path_subject(self.workspace, params)
-
-    def resources(self, params: dict[str, Any]) -> Claim:
-        """``Claim(writes={<the resolved absolute path>})``: see :func:`path_claim`."""
-        return path_claim(self.workspace, params, writes=True)
+    writes = True
 
     async def execute(self, params: dict[str, Any], ctx: ToolContext) -> ToolResult:
         """Write the file; see the class docstring."""

@@ -16,10 +16,9 @@ from typing import Any
 import attrs
 import trio
 
-from .._schedule import Claim
 from .._tool import InvalidArgs, ToolContext, ToolError, ToolResult, format_duration
 from ._ignore import Glob, IgnoreTree, walk_files
-from ._workspace import Workspace, as_workspace, path_claim, path_subject
+from ._workspace import PathTool, Workspace, as_workspace
 
 __all__ = ["ListFilesTool"]
 
@@ -171,7 +170,7 @@ class _Listing:
 
 
 @attrs.frozen(eq=False)
-class ListFilesTool:
+class ListFilesTool(PathTool):
     """The ``list_files`` tool: the files under a directory, one root-relative path a line.
 
     Lists files, not directories, depth first with each directory's entries in
@@ -205,14 +204,7 @@ class ListFilesTool:
     )
     parameters_schema = _LIST_SCHEMA
 
-    def permission_subject(self, params: Mapping[str, Any]) -> tuple[str, str]:
-        """``("path", <the root-relative path>)``, or the raw path if it leaves the root."""
-        return path_subject(self.workspace, params)
-
-    def resources(self, params: dict[str, Any]) -> Claim:
-        """``Claim(reads={<the resolved absolute path of the directory>})`` (``path``
-        defaults to ``"."``, the root): see :func:`path_claim`."""
-        return path_claim(self.workspace, params, default=".")
+    default_path = "."
 
     async def execute(self, params: dict[str, Any], ctx: ToolContext) -> ToolResult:
         """List the files; see the class docstring."""

@@ -33,7 +33,7 @@ import stat
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import trio
 from trio.lowlevel import RunVar
@@ -41,7 +41,15 @@ from trio.lowlevel import RunVar
 from .._schedule import NO_CLAIM, Claim
 from .._tool import ToolError
 
-__all__ = ["SKIP_DIRS", "Workspace", "as_workspace", "path_claim", "path_lock", "path_subject"]
+__all__ = [
+    "SKIP_DIRS",
+    "PathTool",
+    "Workspace",
+    "as_workspace",
+    "path_claim",
+    "path_lock",
+    "path_subject",
+]
 
 #: Directories the listing and search tools never enter (besides .gitignore'd ones).
 SKIP_DIRS = frozenset(
@@ -258,3 +266,29 @@ def path_claim(
     except Exception:  # whatever the argument, scheduling must not fail: claim nothing
         return NO_CLAIM
     return Claim(writes={key}) if writes else Claim(reads={key})
+
+
+class PathTool:
+    """What the built-in tools that take a ``path`` in their workspace share: the
+    permission subject and the scheduling claim of a call.
+
+    A subclass sets ``workspace``, and says with ``writes`` whether its calls
+    write the path and with ``default_path`` what a missing ``path`` stands for.
+    """
+
+    __slots__ = ()
+
+    workspace: Workspace
+    #: The calls write the path (else they read it).
+    writes: ClassVar[bool] = False
+    #: What a missing or empty ``path`` stands for (``"."``: the root); None: nothing.
+    default_path: ClassVar[str | None] = None
+
+    def permission_subject(self, params: Mapping[str, Any]) -> tuple[str, str]:
+        """``("path", <the root-relative path>)``, or the raw path if it leaves the root."""
+        return path_subject(self.workspace, params)
+
+    def resources(self, params: dict[str, Any]) -> Claim:
+        """``Claim(reads={<the resolved absolute path>})``, or ``writes`` for the tools
+        that write: see :func:`path_claim`."""
+        return path_claim(self.workspace, params, writes=self.writes, default=self.default_path)

@@ -43,14 +43,12 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-from collections.abc import Mapping
 from typing import Any
 
 import attrs
 import trio
 
 from ... import _process
-from ..._schedule import Claim
 from ..._tool import InvalidArgs, ToolContext, ToolError, ToolResult, format_duration
 from .._ignore import Glob, IgnoreTree
 from .._listing import (
@@ -63,7 +61,7 @@ from .._listing import (
     tree_path,
 )
 from .._sandbox import Sandbox, as_sandbox, failure_message, warn_unavailable
-from .._workspace import Workspace, as_workspace, path_claim, path_subject
+from .._workspace import PathTool, Workspace, as_workspace
 from ._common import (
     _READ_CHUNK,
     _REAP_SECONDS,
@@ -133,7 +131,7 @@ _SEARCH_SCHEMA: dict[str, Any] = {
 
 
 @attrs.frozen(eq=False)
-class SearchTool:
+class SearchTool(PathTool):
     """The ``search`` tool: lines matching a regex, in the files ``list_files`` would list.
 
     Output: ``path:line:text`` for each match, ``path-line-text`` for context
@@ -189,14 +187,7 @@ class SearchTool:
             return None
         return tuple(self.sandbox.wrap([], self.workspace.root, read_only=True))
 
-    def permission_subject(self, params: Mapping[str, Any]) -> tuple[str, str]:
-        """``("path", <the root-relative path>)``, or the raw path if it leaves the root."""
-        return path_subject(self.workspace, params)
-
-    def resources(self, params: dict[str, Any]) -> Claim:
-        """``Claim(reads={<the resolved absolute path searched>})`` (``path`` defaults
-        to ``"."``, the root): see :func:`path_claim`."""
-        return path_claim(self.workspace, params, default=".")
+    default_path = "."
 
     async def execute(self, params: dict[str, Any], ctx: ToolContext) -> ToolResult:
         """Search; see the class docstring."""

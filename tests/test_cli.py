@@ -1647,7 +1647,7 @@ def test_terminal_offline_demo_fixes_a_bug_in_a_scratch_project(
     """No API key: the offline demo works on a scratch project in the temporary directory;
     it reads, asks before the command and the edit, streams the check's output, shows the
     fix as a diff, and the check passes; the user's directory is left alone."""
-    from agentloop._demo import FIXED_CALC_PY
+    from agentloop._cli._demo import FIXED_CALC_PY
 
     work, temp = tmp_path / "work", tmp_path / "tmp"
     work.mkdir()

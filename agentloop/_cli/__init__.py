@@ -4,8 +4,9 @@ Modules: ``_args`` (the command line), ``_settings`` (the settings files),
 ``_widening`` and ``_trust`` (what of a project's settings applies: folder
 trust), ``_models`` (which model), ``_setup`` (tools, permissions, system prompt),
 ``_render`` (events on the screen), ``_output`` (JSON output for scripts),
-``_input`` (terminal lines under trio), ``_commands`` (slash commands' texts)
-and ``_app`` (the loop that ties them together).
+``_input`` (terminal lines under trio), ``_commands`` (slash commands' texts),
+``_demo`` (the offline demo's project and scripted model) and ``_app`` (the
+loop that ties them together).
 """
 
 from __future__ import annotations

@@ -36,7 +36,8 @@ from agentloop._cli._commands import (
     session_lines,
     tool_lines,
 )
-from agentloop._cli._input import LineReader, _Above
+from agentloop._cli._editor import _Above
+from agentloop._cli._input import LineReader
 from agentloop._cli._models import DEMO_NOTE, ModelError, ScriptEnd, choose_model, load_script
 from agentloop._cli._render import summarize_args
 from agentloop._cli._setup import SetupError, describe_request, make_permissions, openapi_tools

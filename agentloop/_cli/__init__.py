@@ -2,11 +2,13 @@
 
 Modules: ``_args`` (the command line), ``_settings`` (the settings files),
 ``_widening`` and ``_trust`` (what of a project's settings applies: folder
-trust), ``_models`` (which model), ``_setup`` (tools, permissions, system prompt),
-``_render`` (events on the screen), ``_output`` (JSON output for scripts),
-``_input`` (terminal lines under trio), ``_commands`` (slash commands' texts),
-``_demo`` (the offline demo's project and scripted model) and ``_app`` (the
-loop that ties them together).
+trust), ``_models`` (which model), ``_demo`` (the offline demo's project and
+scripted model), ``_setup`` (tools, permissions, system prompt), ``_render``
+(events on the screen), ``_output`` (JSON output for scripts), ``_input`` and
+``_editor`` (terminal lines under trio; the line editor), ``_approvals`` (what a
+run asks the user), ``_elicit`` (an MCP server's form, field by field),
+``_sessions`` (the session's file), ``_commands`` (slash commands' texts) and
+``_app`` (the loop that ties them together).
 """
 
 from __future__ import annotations

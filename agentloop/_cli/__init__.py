@@ -23,8 +23,8 @@ from .._secrets import redact_urls
 from .._util import raise_single
 from .._visible import visible
 from ._app import App
-from ._args import Options, apply_settings, parse_args
-from ._models import ModelChoice, ModelError, choose_model, demo_workspace
+from ._args import apply_settings, parse_args
+from ._models import ModelError, choose_model, demo_workspace
 from ._output import AnswerOutput, JsonOutput
 from ._render import Renderer, Screen, make_console
 from ._settings import SettingsError
@@ -32,9 +32,6 @@ from ._trust import settle_settings
 
 __all__ = [
     "App",
-    "ModelChoice",
-    "ModelError",
-    "Options",
     "Renderer",
     "Screen",
     "choose_model",

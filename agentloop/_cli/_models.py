@@ -43,7 +43,6 @@ __all__ = [
     "choose_model",
     "demo_workspace",
     "load_script",
-    "scripted_provider",
 ]
 
 DEMO_NOTE = "agentloop: using the offline demo model (no ANTHROPIC_API_KEY or OPENAI_API_KEY set)."

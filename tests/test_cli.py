@@ -36,7 +36,8 @@ from agentloop._cli._commands import (
     session_lines,
     tool_lines,
 )
-from agentloop._cli._input import LineReader, _Above
+from agentloop._cli._editor import _Above
+from agentloop._cli._input import LineReader
 from agentloop._cli._models import DEMO_NOTE, ModelError, ScriptEnd, choose_model, load_script
 from agentloop._cli._render import summarize_args
 from agentloop._cli._setup import SetupError, describe_request, make_permissions, openapi_tools
@@ -1647,7 +1648,7 @@ def test_terminal_offline_demo_fixes_a_bug_in_a_scratch_project(
     """No API key: the offline demo works on a scratch project in the temporary directory;
     it reads, asks before the command and the edit, streams the check's output, shows the
     fix as a diff, and the check passes; the user's directory is left alone."""
-    from agentloop._demo import FIXED_CALC_PY
+    from agentloop._cli._demo import FIXED_CALC_PY
 
     work, temp = tmp_path / "work", tmp_path / "tmp"
     work.mkdir()

@@ -25,8 +25,8 @@ from agentloop._cli._settings import (
     SandboxSettings,
     Settings,
     SettingsError,
-    project_settings_path,
     read_settings,
+    read_settings_files,
     user_settings_path,
 )
 from agentloop._cli._setup import make_permissions
@@ -62,11 +62,14 @@ def test_where_the_files_are(tmp_path: Path) -> None:
     )
     assert user_settings_path({"HOME": "/h"}) == Path("/h/.config/agentloop/settings.toml")
     # Project: at the repository's top, else in the directory itself.
+    env = {"AGENTLOOP_HOME": str(tmp_path / "h")}
     top = project(tmp_path)
-    assert project_settings_path(top / "src") == top / ".agentloop" / "settings.toml"
+    assert read_settings_files(top / "src", env).project_path == (
+        top / ".agentloop" / "settings.toml"
+    )
     loose = tmp_path / "loose"
     loose.mkdir()
-    assert project_settings_path(loose) == loose / ".agentloop" / "settings.toml"
+    assert read_settings_files(loose, env).project_path == loose / ".agentloop" / "settings.toml"
 
 
 def test_no_files_no_settings(tmp_path: Path) -> None:

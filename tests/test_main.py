@@ -20,8 +20,8 @@ import pytest
 
 import agentloop as al
 from agentloop._cli import choose_model, parse_args
+from agentloop._cli._demo import CALC_PY, FIXED_CALC_PY, TEST_CALC_PY, demo_provider, make_project
 from agentloop._cli._models import ModelChoice, demo_workspace
-from agentloop._demo import CALC_PY, FIXED_CALC_PY, TEST_CALC_PY, demo_provider, make_project
 from agentloop.providers import ModelRequest
 from agentloop.tools import default_tools
 

@@ -2,10 +2,13 @@
 
 Modules: ``_args`` (the command line), ``_settings`` (the settings files),
 ``_widening`` and ``_trust`` (what of a project's settings applies: folder
-trust), ``_models`` (which model), ``_setup`` (tools, permissions, system prompt),
-``_render`` (events on the screen), ``_output`` (JSON output for scripts),
-``_input`` (terminal lines under trio), ``_commands`` (slash commands' texts)
-and ``_app`` (the loop that ties them together).
+trust), ``_models`` (which model), ``_demo`` (the offline demo's project and
+scripted model), ``_setup`` (tools, permissions, system prompt), ``_render``
+(events on the screen), ``_output`` (JSON output for scripts), ``_input`` and
+``_editor`` (terminal lines under trio; the line editor), ``_approvals`` (what a
+run asks the user), ``_elicit`` (an MCP server's form, field by field),
+``_sessions`` (the session's file), ``_commands`` (slash commands' texts) and
+``_app`` (the loop that ties them together).
 """
 
 from __future__ import annotations
@@ -20,8 +23,8 @@ from .._secrets import redact_urls
 from .._util import raise_single
 from .._visible import visible
 from ._app import App
-from ._args import Options, apply_settings, parse_args
-from ._models import ModelChoice, ModelError, choose_model, demo_workspace
+from ._args import apply_settings, parse_args
+from ._models import ModelError, choose_model, demo_workspace
 from ._output import AnswerOutput, JsonOutput
 from ._render import Renderer, Screen, make_console
 from ._settings import SettingsError
@@ -29,9 +32,6 @@ from ._trust import settle_settings
 
 __all__ = [
     "App",
-    "ModelChoice",
-    "ModelError",
-    "Options",
     "Renderer",
     "Screen",
     "choose_model",

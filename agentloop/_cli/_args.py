@@ -18,7 +18,7 @@ from ._settings import (
     Settings,
 )
 
-__all__ = ["Options", "apply_settings", "build_parser", "parse_args"]
+__all__ = ["Options", "apply_settings", "parse_args"]
 
 _DESCRIPTION = """\
 A coding agent in your terminal. Without a prompt, it starts an interactive

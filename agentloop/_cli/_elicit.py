@@ -9,13 +9,12 @@ again with the problems if it does not fit.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 import attrs
 
-__all__ = ["FormField", "form_fields", "parse_value"]
+__all__ = ["ask_form", "form_fields"]
 
 #: Asks one line; None when there is no more input.
 Ask = Callable[[str], Awaitable[str | None]]
@@ -180,8 +179,3 @@ async def ask_form(
                 break
             say(f"    {problem}")
     return content
-
-
-def answer_summary(content: Mapping[str, Any]) -> str:
-    """The answer as one line of JSON, for the screen."""
-    return json.dumps(dict(content), ensure_ascii=False)

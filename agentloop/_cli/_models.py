@@ -10,7 +10,6 @@ from typing import Any
 
 import attrs
 
-from .._demo import demo_provider, make_project
 from .._errors import AgentloopError
 from .._secrets import redact_url
 from .._text import loads
@@ -34,6 +33,7 @@ from ..providers import (
     reply,
 )
 from ._args import Options
+from ._demo import demo_provider, make_project
 
 __all__ = [
     "DEMO_NOTE",
@@ -43,7 +43,6 @@ __all__ = [
     "choose_model",
     "demo_workspace",
     "load_script",
-    "scripted_provider",
 ]
 
 DEMO_NOTE = "agentloop: using the offline demo model (no ANTHROPIC_API_KEY or OPENAI_API_KEY set)."

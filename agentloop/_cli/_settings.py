@@ -47,9 +47,6 @@ __all__ = [
     "SettingsFiles",
     "inside",
     "merge_settings",
-    "project_folder",
-    "parse_settings",
-    "project_settings_path",
     "read_settings",
     "read_settings_files",
     "sha256",
@@ -175,11 +172,6 @@ def project_folder(directory: Path) -> Path:
     is what the user trusts."""
     top = find_repository_top(directory)
     return top if top is not None else Path(directory).resolve()
-
-
-def project_settings_path(directory: Path) -> Path:
-    """Where the project's settings are, for an agent working in ``directory``."""
-    return project_folder(directory) / ".agentloop" / "settings.toml"
 
 
 def inside(path: str | os.PathLike[str], folder: str | os.PathLike[str]) -> bool:

@@ -22,14 +22,13 @@ from ._render import Screen, summarize_args
 from ._settings import PermissionSettings, SandboxSettings, user_settings_path
 
 __all__ = [
-    "ASKING_TOOLS",
-    "READ_ONLY_TOOLS",
     "SetupError",
     "builtin_tools",
     "describe_request",
     "instructions_note",
     "make_permissions",
     "mcp_tools",
+    "oauth_by_default",
     "openapi_tools",
     "program_paths",
     "system_prompt",

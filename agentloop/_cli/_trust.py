@@ -57,11 +57,8 @@ __all__ = [
     "TRUST_FILE",
     "FolderTrust",
     "TrustStore",
-    "ask_trust",
-    "ignoring_warning",
     "load_settings",
     "settle_settings",
-    "trust_store_path",
 ]
 
 #: The file, next to the user's settings, that remembers the folders trusted.

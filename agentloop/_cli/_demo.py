@@ -27,7 +27,7 @@ from typing import Any
 
 import attrs
 
-from ._types import (
+from .._types import (
     AssistantMessage,
     Message,
     StopReason,
@@ -35,7 +35,7 @@ from ._types import (
     ToolResultMessage,
     UserMessage,
 )
-from .providers import ModelRequest, ScriptedProvider, ScriptedTurn, call, reply
+from ..providers import ModelRequest, ScriptedProvider, ScriptedTurn, call, reply
 
 __all__ = ["CALC_PY", "CHECK", "FIXED_CALC_PY", "TEST_CALC_PY", "demo_provider", "make_project"]
 

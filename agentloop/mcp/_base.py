@@ -1,4 +1,4 @@
-"""The part of :mod:`agentloop.mcp` that does not need the MCP SDK: its error and limits.
+"""The part of :mod:`agentloop.mcp` that does not need the MCP SDK: its errors and limits.
 
 Importing the SDK takes a few hundred milliseconds (it loads its servers'
 transports too), so ``import agentloop.mcp`` leaves it until a connection or
@@ -7,13 +7,45 @@ an MCP tool needs it.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
+
 from .._errors import AgentloopError
 from .._tool import ToolError
 
-__all__ = ["DEFAULT_MAX_RESULT_BYTES", "McpAuthError", "McpConnectionError", "McpRequestError"]
+__all__ = [
+    "DEFAULT_MAX_RESULT_BYTES",
+    "McpAuthError",
+    "McpConnectionError",
+    "McpRequestError",
+    "all_pages",
+]
+
+_T = TypeVar("_T")
 
 #: Bytes of text (UTF-8) one result may put into the context.
 DEFAULT_MAX_RESULT_BYTES = 100_000
+#: The most pages of a listing read; a server that pages on past it is cut off.
+MAX_PAGES = 1000
+
+
+async def all_pages(fetch: Callable[[str | None], Awaitable[Any]], field: str) -> list[Any]:
+    """Every page of a listing: ``fetch(cursor)`` from None on, each page's ``field`` in order.
+
+    Stops at a page without ``next_cursor``, at a cursor seen before (a server
+    that pages in a circle), or after :data:`MAX_PAGES` pages.
+    """
+    listed: list[Any] = []
+    cursor: str | None = None
+    seen: set[str] = set()
+    for _ in range(MAX_PAGES):
+        page = await fetch(cursor)
+        listed.extend(getattr(page, field))
+        cursor = page.next_cursor
+        if not cursor or cursor in seen:
+            break
+        seen.add(cursor)
+    return listed
 
 
 class McpConnectionError(AgentloopError, ConnectionError):

@@ -1,14 +1,15 @@
 """McpConfig: one value for open_mcp, open_mcp_servers and McpConnection alike.
 
 Also: the keyword arguments of before it (accepted, with a DeprecationWarning at the
-caller's line), and the connection's parts (its resources reach the server only
-through the ``request`` they are given).
+caller's line), the connection's parts (its resources reach the server only through
+the ``request`` they are given), and the public home of the package's names.
 """
 
 from __future__ import annotations
 
 import json
 import math
+import pickle
 import warnings
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
@@ -22,10 +23,14 @@ from mcp.server.mcpserver import MCPServer
 from mcp_fixtures import stdio_command
 from mcp_servers import SERVER_TOOL_NAMES, build_server
 
+import agentloop.mcp
 from agentloop._secrets import Redactor
 from agentloop.mcp import (
+    Elicitation,
+    HttpServer,
     McpConfig,
     McpConnection,
+    McpConnectionError,
     McpResource,
     McpRoot,
     StdioServer,
@@ -341,3 +346,45 @@ async def test_resources_reach_the_server_only_through_the_request_they_are_give
 
 def test_the_connection_is_no_mixin() -> None:
     assert McpConnection.__mro__ == (McpConnection, object)
+
+
+# --------------------------------------------------------------------------- the public home
+
+
+def test_the_public_names_live_in_agentloop_mcp() -> None:
+    homes = {
+        name: getattr(agentloop.mcp, name).__module__
+        for name in agentloop.mcp.__all__
+        if name != "McpServerSpec"  # a type alias: a union has no module of its own
+    }
+    assert homes == dict.fromkeys(homes, "agentloop.mcp")
+    assert repr(McpConfig) == "<class 'agentloop.mcp.McpConfig'>"
+    error = McpConnectionError("cannot connect")
+    assert f"{type(error).__module__}.{type(error).__qualname__}" == (
+        "agentloop.mcp.McpConnectionError"
+    )
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        StdioServer("uvx", ["mcp-server-time"], env={"TZ": "UTC"}),
+        HttpServer("https://example.com/mcp", {"X-Key": "k"}),
+        McpRoot("file:///srv", "srv"),
+        McpConfig(prefix="time", call_timeout=60, roots=["/srv"]),
+        McpResource("note://todo", "todo", size=8),
+        Elicitation(server="shop", message="Where?", schema={"type": "object"}),
+        McpConnectionError("cannot connect"),
+    ],
+    ids=lambda value: type(value).__name__,
+)
+def test_values_pickle_under_their_public_home(value: Any) -> None:
+    data = pickle.dumps(value)
+    assert b"agentloop.mcp._" not in data
+    assert b"agentloop.mcp" in data
+    again = pickle.loads(data)
+    assert type(again) is type(value)
+    if isinstance(value, Exception):
+        assert again.args == value.args
+    else:
+        assert again == value

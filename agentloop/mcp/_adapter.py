@@ -18,7 +18,7 @@ from .._secrets import Redactor
 from .._tool import ToolContext, ToolError, ToolResult
 from .._types import TextContent
 from .._util import call_hook, raise_single
-from ._base import all_pages
+from ._base import all_pages, public
 from ._content import convert_result
 
 if TYPE_CHECKING:
@@ -72,6 +72,7 @@ def _progress_text(progress: float, total: float | None, message: str | None) ->
     return f"{progress:g}"
 
 
+@public
 @attrs.frozen(eq=False)
 class McpToolAdapter:
     """One tool of an MCP server, callable by the model like any other tool.

@@ -19,6 +19,7 @@ __all__ = [
     "McpConnectionError",
     "McpRequestError",
     "all_pages",
+    "public",
 ]
 
 _T = TypeVar("_T")
@@ -27,6 +28,16 @@ _T = TypeVar("_T")
 DEFAULT_MAX_RESULT_BYTES = 100_000
 #: The most pages of a listing read; a server that pages on past it is cut off.
 MAX_PAGES = 1000
+
+
+def public(value: _T) -> _T:
+    """Give a public class or function its public home, ``agentloop.mcp``, as trio and httpx do.
+
+    Tracebacks, ``repr`` and pickles then name ``agentloop.mcp.McpConnection``,
+    where users import it from, not the private module that defines it.
+    """
+    value.__module__ = "agentloop.mcp"
+    return value
 
 
 async def all_pages(fetch: Callable[[str | None], Awaitable[Any]], field: str) -> list[Any]:
@@ -48,10 +59,12 @@ async def all_pages(fetch: Callable[[str | None], Awaitable[Any]], field: str) -
     return listed
 
 
+@public
 class McpConnectionError(AgentloopError, ConnectionError):
     """The MCP server could not be reached, or did not complete the handshake in time."""
 
 
+@public
 class McpAuthError(McpConnectionError):
     """OAuth with an MCP server failed: discovery, registration, consent, or a token request.
 
@@ -70,6 +83,7 @@ class McpAuthError(McpConnectionError):
         self.step = step
 
 
+@public
 class McpRequestError(ToolError):
     """An MCP request other than a tool call failed: refused, unanswered, or cut off.
 

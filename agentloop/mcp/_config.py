@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from .._check import number_field
-from ._base import DEFAULT_MAX_RESULT_BYTES
+from ._base import DEFAULT_MAX_RESULT_BYTES, public
 from ._requests import LOG_LEVELS, ElicitationHandler, LogHandler, McpRoot
 from ._sampling import McpSampling
 
@@ -54,6 +54,7 @@ def _check_log_level(instance: object, attribute: attrs.Attribute[str | None], v
         raise ValueError(f"log_level must be None or one of {levels}, got {value!r}")
 
 
+@public
 @attrs.frozen(kw_only=True)
 class McpConfig:
     """How agentloop connects to MCP servers, and what it offers them.

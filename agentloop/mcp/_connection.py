@@ -24,6 +24,7 @@ from .._secrets import Redactor
 from .._tool import ToolContext, ToolError
 from .._types import Message, ToolResultContent, Usage
 from ._adapter import McpToolAdapter, ToolList
+from ._base import public
 from ._config import McpConfig, config_with
 from ._http import server_secrets
 from ._link import Link, ProgressSink
@@ -66,6 +67,7 @@ class _Option(Generic[_T]):
         connection._config = attrs.evolve(connection.config, **changed)
 
 
+@public
 class McpConnection:
     """A connection to one MCP server and the tools it offers.
 
@@ -80,13 +82,14 @@ class McpConnection:
     Attributes:
         server: Where the server is, as given.
         name: The server's name (for messages and the default prefix).
-        config: The options (:class:`McpConfig`).
+        config: The options (:class:`McpConfig`). Its fields
+            ``call_timeout``, ``connect_timeout``, ``protocol``,
+            ``max_result_bytes``, ``destructive_exclusive``, ``log_level``,
+            ``on_tools_changed`` and ``on_resource_updated`` are attributes
+            of the connection too; setting one gives the connection a config
+            with it changed (checked as :class:`McpConfig` checks it).
         prefix: Put before each tool name as ``PREFIX__tool``, or None: the
             config's ``prefix``, with ``True`` made the server's name.
-        call_timeout, connect_timeout, protocol, max_result_bytes,
-            destructive_exclusive, log_level, on_tools_changed,
-            on_resource_updated: The fields of ``config``; setting one gives
-            the connection a config with it changed.
         redactor: Keeps the credentials sent to the server (headers, URL
             password, secret ``env`` values) out of results and errors.
 

@@ -80,10 +80,9 @@ def _describe(error: BaseException) -> str:
 class Link:
     """The live connection of an ``McpConnection``: its owner task and its exchanges.
 
-    Attributes:
-        server_info, instructions, protocol_version: What the server said at
-            the last connection.
-        connections: How many times it connected (reconnects are > 1).
+    ``server_info``, ``instructions`` and ``protocol_version`` are what the
+    server said at the last connection; ``connections`` how many times it
+    connected (reconnects are > 1).
     """
 
     def __init__(

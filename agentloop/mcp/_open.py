@@ -12,7 +12,7 @@ import attrs
 import trio
 
 from .._util import raise_single, require_trio
-from ._base import McpConnectionError
+from ._base import McpConnectionError, public
 from ._config import McpConfig, config_with
 from ._servers import load_mcp_config
 
@@ -23,6 +23,7 @@ if TYPE_CHECKING:  # the MCP SDK loads with the first connection
 __all__ = ["McpServers", "open_mcp", "open_mcp_servers"]
 
 
+@public
 def open_mcp(
     server: Any, config: McpConfig | None = None, *, name: str | None = None, **options: Any
 ) -> AbstractAsyncContextManager[McpConnection]:
@@ -81,6 +82,7 @@ async def _open_mcp(
         raise_single(group)
 
 
+@public
 class McpServers(Mapping[str, "McpConnection"]):
     """The connections of :func:`open_mcp_servers`, by server name.
 
@@ -111,6 +113,7 @@ class McpServers(Mapping[str, "McpConnection"]):
         return [tool for connection in self._connections.values() for tool in connection.tools]
 
 
+@public
 def open_mcp_servers(
     servers: Mapping[str, Any] | str | os.PathLike[str] | None = None,
     config: McpConfig | None = None,

@@ -24,6 +24,7 @@ import trio
 
 from .._types import AssistantMessage, TextContent, Usage
 from .._util import call_hook
+from ._base import public
 from ._sampling import (
     SAMPLING_PERMISSION,
     CallInFlight,
@@ -72,6 +73,7 @@ _LEVELS = {
 # --------------------------------------------------------------------------- elicitation
 
 
+@public
 @attrs.frozen(kw_only=True)
 class Elicitation:
     """A server asks the user for input (``elicitation/create``).
@@ -96,6 +98,7 @@ class Elicitation:
     problems: tuple[str, ...] = ()
 
 
+@public
 @attrs.frozen
 class ElicitationAnswer:
     """The user's answer: ``accept`` (with the form's ``content``), ``decline`` or ``cancel``.
@@ -162,6 +165,7 @@ def form_problems(schema: Mapping[str, Any] | None, content: Mapping[str, Any]) 
 # --------------------------------------------------------------------------- roots and logs
 
 
+@public
 @attrs.frozen
 class McpRoot:
     """A directory (or file) the server may work in, given as a ``file://`` URI.
@@ -185,6 +189,7 @@ class McpRoot:
         return cls("file://" + quote(str(path)), path.name or None)
 
 
+@public
 @attrs.frozen(kw_only=True)
 class McpLogMessage:
     """A log message from a server (``notifications/message``).

@@ -12,7 +12,7 @@ from .._names import model_tool_name
 from .._schedule import Claim
 from .._tool import ToolContext, ToolResult
 from .._types import TextContent
-from ._base import McpRequestError
+from ._base import McpRequestError, public
 from ._resource_values import capped, resource_line, template_line
 
 if TYPE_CHECKING:
@@ -101,6 +101,7 @@ def _uri_subject(params: Mapping[str, Any]) -> tuple[str, str]:
     return ("uri", str(params.get("uri", "")))
 
 
+@public
 @attrs.frozen(eq=False)
 class McpResourceTool:
     """``PREFIX__list_resources`` or ``PREFIX__read_resource``: a server's resources, for a model.

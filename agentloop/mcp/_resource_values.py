@@ -11,6 +11,7 @@ import attrs
 import mcp.types as mcp_types
 
 from .._types import AssistantContent, ImageContent, TextContent, ToolResultContent
+from ._base import public
 from ._content import DEFAULT_MAX_IMAGE_BYTES, IMAGE_TYPES, cap, content_block, describe_size
 
 if TYPE_CHECKING:
@@ -38,6 +39,7 @@ _TEXT_TYPES = ("application/json", "application/xml", "application/javascript", 
 # --------------------------------------------------------------------------- values
 
 
+@public
 @attrs.frozen
 class McpResource:
     """A resource a server lists (``resources/list``).
@@ -59,6 +61,7 @@ class McpResource:
     size: int | None = None
 
 
+@public
 @attrs.frozen
 class McpResourceTemplate:
     """A family of resources whose URIs follow a template (``resources/templates/list``).
@@ -75,6 +78,7 @@ class McpResourceTemplate:
     mime_type: str | None = None
 
 
+@public
 @attrs.frozen
 class McpResourceContents:
     """One part of a resource as read, unconverted: its text or its bytes.
@@ -92,6 +96,7 @@ class McpResourceContents:
     data: bytes | None = attrs.field(default=None, repr=False)
 
 
+@public
 @attrs.frozen
 class McpPromptArgument:
     """An argument a prompt takes."""
@@ -105,6 +110,7 @@ def _arguments(value: Iterable[McpPromptArgument]) -> tuple[McpPromptArgument, .
     return tuple(value)
 
 
+@public
 @attrs.frozen
 class McpPrompt:
     """A prompt a server offers (``prompts/list``).

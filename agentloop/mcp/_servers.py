@@ -24,6 +24,7 @@ import attrs
 
 from .._secrets import redact_url
 from .._text import loads
+from ._base import public
 
 if TYPE_CHECKING:  # _oauth loads the MCP SDK: only a server that asks for OAuth needs it
     from ._oauth import OAuth
@@ -65,6 +66,7 @@ def _oauth(value: OAuth | bool | None) -> OAuth | None:
     return value
 
 
+@public
 @attrs.frozen
 class StdioServer:
     """A server run as a subprocess, spoken to over its stdin and stdout.
@@ -99,6 +101,7 @@ class _UrlServer:
         return f"{type(self).__name__}(url={redact_url(self.url)!r}{oauth})"
 
 
+@public
 @attrs.frozen(repr=False)
 class HttpServer(_UrlServer):
     """A server at a streamable-HTTP endpoint (the current MCP transport).
@@ -114,6 +117,7 @@ class HttpServer(_UrlServer):
     """
 
 
+@public
 @attrs.frozen(repr=False)
 class SseServer(_UrlServer):
     """A server at a legacy HTTP+SSE endpoint (the transport before streamable HTTP).
@@ -269,6 +273,7 @@ def _oauth_entry(value: Any, environ: Mapping[str, str], where: str) -> OAuth | 
         raise ValueError(f"{where}: {error}") from None
 
 
+@public
 def load_mcp_config(
     config: Mapping[str, Any] | str | os.PathLike[str],
     *,

@@ -14,34 +14,23 @@ import trio
 
 from .._names import UniqueNames, model_tool_name
 from .._schedule import NO_CLAIM, Claim
-from .._secrets import Redactor
 from .._tool import ToolContext, ToolError, ToolResult
 from .._types import TextContent
 from .._util import call_hook, raise_single
-from ._base import all_pages, public
+from ._base import ServerHost, all_pages, public
 from ._content import convert_result
 
 if TYPE_CHECKING:
     from mcp import Client
 
-    from ._config import McpConfig
 
 __all__ = ["McpToolAdapter", "ToolList", "adapt_tools"]
 
 log = logging.getLogger("agentloop.mcp")
 
 
-class ToolHost(Protocol):
+class ToolHost(ServerHost, Protocol):
     """What an adapter and a :class:`ToolList` need of their connection (an ``McpConnection``)."""
-
-    name: str
-    prefix: str | None
-
-    @property
-    def config(self) -> McpConfig: ...
-
-    @property
-    def redactor(self) -> Redactor: ...
 
     def offers(self, adapter: McpToolAdapter) -> bool: ...
 

@@ -12,29 +12,18 @@ from .._names import model_tool_name
 from .._schedule import Claim
 from .._tool import ToolContext, ToolResult
 from .._types import TextContent
-from ._base import McpRequestError, public
+from ._base import McpRequestError, ServerHost, public
 from ._resource_values import capped, resource_line, template_line
 
 if TYPE_CHECKING:
-    from .._secrets import Redactor
     from .._types import ToolResultContent
-    from ._config import McpConfig
     from ._resource_values import McpResource, McpResourceTemplate
 
 __all__ = ["McpResourceTool", "resource_tools_of"]
 
 
-class ResourceHost(Protocol):
+class ResourceHost(ServerHost, Protocol):
     """What the tools need of their connection (an ``McpConnection``)."""
-
-    name: str
-    prefix: str | None
-
-    @property
-    def config(self) -> McpConfig: ...
-
-    @property
-    def redactor(self) -> Redactor: ...
 
     async def list_resources(self) -> list[McpResource]: ...
 

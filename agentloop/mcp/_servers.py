@@ -237,14 +237,12 @@ _OAUTH_TYPES: dict[str, tuple[type, ...]] = {
 
 def _oauth_entry(value: Any, environ: Mapping[str, str], where: str) -> OAuth | None:
     """An ``"oauth"`` entry: ``true``, ``false`` or an object of the keys above."""
-    if value is None or value is False:
-        return None
-    from ._oauth import OAuth
-
-    if value is True:
-        return OAuth()
+    if value is None or isinstance(value, bool):
+        return _oauth(value)
     if not isinstance(value, Mapping):
         raise ValueError(f"{where} must be true or an object, got {value!r}")
+    from ._oauth import OAuth
+
     fields: dict[str, Any] = {}
     for key, item in value.items():
         name = _OAUTH_KEYS.get(str(key))

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from mcp import Client
 
 
-__all__ = ["McpToolAdapter", "ToolList", "adapt_tools"]
+__all__ = ["ADAPT_BATCH", "McpToolAdapter", "ToolList", "adapt_tools"]
 
 log = logging.getLogger("agentloop.mcp")
 

@@ -42,9 +42,11 @@ if TYPE_CHECKING:
     from ._sampling import McpSampling
 
 __all__ = [
+    "LOG_LEVELS",
     "Elicitation",
     "ElicitationAnswer",
     "ElicitationHandler",
+    "LogHandler",
     "McpLogMessage",
     "McpRoot",
     "ServerRequests",

@@ -53,7 +53,7 @@ if TYPE_CHECKING:
     from .._secrets import Redactor
     from ._config import McpConfig
 
-__all__ = ["Requester", "Resources"]
+__all__ = ["Resources"]
 
 log = logging.getLogger("agentloop.mcp")
 

@@ -30,7 +30,6 @@ if TYPE_CHECKING:
     from ..providers import Provider
 
 __all__ = [
-    "SAMPLING_MAX_TOKENS",
     "SAMPLING_PERMISSION",
     "CallInFlight",
     "McpSampling",

@@ -15,8 +15,6 @@ from .._base import public
 from ._store import TokenFile
 
 __all__ = [
-    "AuthorizeHook",
-    "Grant",
     "OAuth",
     "TokenAuthMethod",
     "default_token_store",

@@ -98,14 +98,24 @@ class McpConnection:
         ValueError: an option is out of range (see :class:`McpConfig`).
     """
 
+    # The fields of ``config`` that were the connection's attributes before McpConfig.
     call_timeout = _Option[float | None]()
+    """``config.call_timeout``: seconds a tool call or a request may take."""
     connect_timeout = _Option[float]()
+    """``config.connect_timeout``: seconds connecting and the handshake may take."""
     protocol = _Option[str]()
+    """``config.protocol``: ``"auto"``, ``"legacy"`` or a protocol version."""
     max_result_bytes = _Option[int]()
+    """``config.max_result_bytes``: bytes of text one result may put into the context."""
     destructive_exclusive = _Option[bool]()
+    """``config.destructive_exclusive``: whether destructive calls claim the server."""
     log_level = _Option[str | None]()
+    """``config.log_level``: the least severe level the server should send."""
     on_tools_changed = _Option[Callable[["McpConnection"], Any] | None]()
+    """``config.on_tools_changed``: called with the connection when its tools changed."""
     on_resource_updated = _Option[Callable[[str], Any] | None]()
+    """``config.on_resource_updated``: called with the URI of a subscribed resource
+    that changed."""
 
     def __init__(
         self,
@@ -148,6 +158,7 @@ class McpConnection:
     async def _request(
         self, method: str, target: str | None, send: Callable[[Client], Awaitable[_T]]
     ) -> _T:
+        # The resources' Requester: the link's request (the link is made after them).
         return await self._link.request(method, target, send)
 
     def __repr__(self) -> str:

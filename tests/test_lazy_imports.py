@@ -151,7 +151,7 @@ def test_the_lazy_names_resolve() -> None:
         "True",
         "agentloop._function_tool agentloop._permissions",
         "agentloop.providers._retry 7.0",
-        "agentloop.mcp._adapter agentloop.mcp._connection",
+        "agentloop.mcp agentloop.mcp",
         "True",
         "True",
         "module 'agentloop' has no attribute 'NoSuchName'",

@@ -28,7 +28,7 @@ import agentloop as al
 import agentloop.mcp._adapter as adapter_module
 from agentloop._loop._registry import ToolRegistry, _plain
 from agentloop._names import UniqueNames
-from agentloop.mcp import McpConnectionError, StdioServer, open_mcp
+from agentloop.mcp import McpConfig, McpConnectionError, StdioServer, open_mcp
 from agentloop.mcp._adapter import ADAPT_BATCH, adapt_tools
 from agentloop.openapi import OpenApiToolAdapter
 
@@ -140,7 +140,9 @@ async def test_a_connect_timeout_expiring_while_tools_are_adapted_ends_the_conne
     async with trio.open_nursery() as nursery:
         nursery.start_soon(jump)
         with pytest.raises(McpConnectionError) as caught:
-            async with open_mcp(build_crowded_server(COUNT), name="crowded", connect_timeout=2):
+            async with open_mcp(
+                build_crowded_server(COUNT), McpConfig(connect_timeout=2), name="crowded"
+            ):
                 pass  # pragma: no cover - the connection must not be made
     assert str(caught.value) == "MCP server 'crowded' did not complete the handshake within 2s"
 
@@ -148,7 +150,7 @@ async def test_a_connect_timeout_expiring_while_tools_are_adapted_ends_the_conne
 async def test_a_real_server_listing_5000_tools_of_one_name() -> None:
     """Over stdio, from a real process: every tool is there, each with its own name."""
     server = StdioServer(sys.executable, [str(SERVER), str(COUNT)])
-    async with open_mcp(server, prefix="srv", connect_timeout=60) as connection:
+    async with open_mcp(server, McpConfig(prefix="srv", connect_timeout=60)) as connection:
         names = [tool.name for tool in connection.tools]
         descriptions = [tool.description for tool in connection.tools]
         agent = al.Agent(al.providers.ScriptedProvider([]), tools=connection.tools)

@@ -41,6 +41,7 @@ from mcp_servers import (
 import agentloop as al
 from agentloop.mcp import (
     HttpServer,
+    McpConfig,
     McpConnection,
     McpConnectionError,
     McpToolAdapter,
@@ -98,7 +99,7 @@ async def call_text(connection: McpConnection, tool: str, args: dict[str, Any]) 
 
 
 async def test_tools_are_listed_with_the_prefix_and_called_with_the_raw_name() -> None:
-    async with open_mcp(build_server(), name="srv", prefix="srv") as srv:
+    async with open_mcp(build_server(), McpConfig(prefix="srv"), name="srv") as srv:
         assert [t.name for t in srv.tools] == [f"srv__{n}" for n in SERVER_TOOL_NAMES]
         assert [t.tool_name for t in srv.tools] == list(SERVER_TOOL_NAMES)
         echo = srv.tools[0]
@@ -131,7 +132,7 @@ async def test_without_a_prefix_the_names_are_the_servers() -> None:
 
 
 async def test_every_page_of_the_tool_list_is_read() -> None:
-    async with open_mcp(build_paged_server(pages=3, per_page=2), prefix="p") as paged:
+    async with open_mcp(build_paged_server(pages=3, per_page=2), McpConfig(prefix="p")) as paged:
         expected = [name for page in paged_tool_names(3, 2) for name in page]
         assert [t.tool_name for t in paged.tools] == expected
         assert [t.name for t in paged.tools] == [f"p__{n}" for n in expected]
@@ -144,7 +145,7 @@ async def test_every_page_of_the_tool_list_is_read() -> None:
 
 @PROTOCOLS
 async def test_every_content_type_is_mapped(protocol: str) -> None:
-    async with open_mcp(build_server(), prefix="s", protocol=protocol) as srv:
+    async with open_mcp(build_server(), McpConfig(prefix="s", protocol=protocol)) as srv:
         agent, recorder = await run_calls(srv.tools, ("s__all_content", {}))
     result = results(agent)["c0"]
     assert not result.is_error
@@ -176,7 +177,7 @@ async def test_every_content_type_is_mapped(protocol: str) -> None:
 
 @PROTOCOLS
 async def test_structured_content_goes_to_details(protocol: str) -> None:
-    async with open_mcp(build_server(), prefix="s", protocol=protocol) as srv:
+    async with open_mcp(build_server(), McpConfig(prefix="s", protocol=protocol)) as srv:
         structured = srv.tools[SERVER_TOOL_NAMES.index("structured")]
         assert structured.output_schema is not None
         assert structured.output_schema["required"] == ["n", "squared"]
@@ -192,7 +193,7 @@ async def test_structured_content_goes_to_details(protocol: str) -> None:
 
 @PROTOCOLS
 async def test_is_error_results_are_error_results(protocol: str) -> None:
-    async with open_mcp(build_server(), prefix="s", protocol=protocol) as srv:
+    async with open_mcp(build_server(), McpConfig(prefix="s", protocol=protocol)) as srv:
         agent, _ = await run_calls(
             srv.tools, ("s__fail", {"message": "no such row"}), ("s__crash", {})
         )
@@ -202,7 +203,7 @@ async def test_is_error_results_are_error_results(protocol: str) -> None:
 
 
 async def test_arguments_are_checked_before_the_server_is_called() -> None:
-    async with open_mcp(build_server(), prefix="s") as srv:
+    async with open_mcp(build_server(), McpConfig(prefix="s")) as srv:
         agent, _ = await run_calls(srv.tools, ("s__echo", {"text": 5}))
     result = results(agent)["c0"]
     assert (result.is_error, result.text) == (
@@ -231,7 +232,7 @@ def refusing_server() -> Server[Any]:
 
 
 async def test_a_refused_call_is_a_tool_error() -> None:
-    async with open_mcp(refusing_server(), prefix="r") as srv:
+    async with open_mcp(refusing_server(), McpConfig(prefix="r")) as srv:
         assert srv.name == "refusing"
         agent, _ = await run_calls(srv.tools, ("r__picky", {}))
     result = results(agent)["c0"]
@@ -243,7 +244,7 @@ async def test_a_refused_call_is_a_tool_error() -> None:
 
 @PROTOCOLS
 async def test_progress_becomes_progress_and_update_events(protocol: str) -> None:
-    async with open_mcp(build_server(), prefix="s", protocol=protocol) as srv:
+    async with open_mcp(build_server(), McpConfig(prefix="s", protocol=protocol)) as srv:
         agent, recorder = await run_calls(srv.tools, ("s__progress", {"steps": 3}))
     assert results(agent)["c0"].text == "done"
     progress = [e.text for e in recorder.of_type(al.ProgressMessage)]
@@ -259,7 +260,7 @@ async def test_a_call_past_its_timeout_is_cancelled_on_the_server(
     autojump_clock: Any, tmp_path: Path
 ) -> None:
     marker = tmp_path / "marker"
-    async with open_mcp(build_server(), prefix="s", call_timeout=5) as srv:
+    async with open_mcp(build_server(), McpConfig(prefix="s", call_timeout=5)) as srv:
         assert srv.tools[0].timeout == 5
         start = trio.current_time()
         agent, _ = await run_calls(srv.tools, ("s__slow", {"seconds": 1000, "marker": str(marker)}))
@@ -270,7 +271,7 @@ async def test_a_call_past_its_timeout_is_cancelled_on_the_server(
 
 
 async def test_no_call_timeout(autojump_clock: Any, tmp_path: Path) -> None:
-    async with open_mcp(build_server(), prefix="s", call_timeout=None) as srv:
+    async with open_mcp(build_server(), McpConfig(prefix="s", call_timeout=None)) as srv:
         assert srv.tools[0].timeout is None
         agent, _ = await run_calls(
             srv.tools, ("s__slow", {"seconds": 10_000, "marker": str(tmp_path / "m")})
@@ -282,7 +283,7 @@ async def test_calls_run_concurrently_on_one_connection(
     autojump_clock: Any, tmp_path: Path
 ) -> None:
     calls = [("s__slow", {"seconds": 10, "marker": str(tmp_path / f"m{i}")}) for i in range(5)]
-    async with open_mcp(build_server(), prefix="s") as srv:
+    async with open_mcp(build_server(), McpConfig(prefix="s")) as srv:
         start = trio.current_time()
         agent, _ = await run_calls(srv.tools, *calls)
         assert trio.current_time() - start == pytest.approx(10)  # not 50: they overlapped
@@ -291,7 +292,7 @@ async def test_calls_run_concurrently_on_one_connection(
 
 async def test_abort_cancels_the_call_on_the_server(autojump_clock: Any, tmp_path: Path) -> None:
     marker = tmp_path / "marker"
-    async with open_mcp(build_server(), prefix="s") as srv:
+    async with open_mcp(build_server(), McpConfig(prefix="s")) as srv:
         agent = al.Agent(
             ScriptedProvider(
                 [reply(call("s__slow", {"seconds": 1000, "marker": str(marker)}, id="c0"))]
@@ -317,7 +318,7 @@ async def test_the_tool_list_is_refreshed_when_the_server_says_it_changed(protoc
         changed.set()
 
     async with open_mcp(
-        build_server(), prefix="s", on_tools_changed=on_changed, protocol=protocol
+        build_server(), McpConfig(prefix="s", on_tools_changed=on_changed, protocol=protocol)
     ) as srv:
         before = srv.tools
         assert await call_text(srv, "add_tool", {"name": "late"}) == "added"
@@ -330,22 +331,19 @@ async def test_the_tool_list_is_refreshed_when_the_server_says_it_changed(protoc
     assert results(agent)["c0"].text == "I am late"
 
 
-async def test_bad_options_are_refused() -> None:
+def test_bad_options_are_refused() -> None:
     with pytest.raises(ValueError, match=r"^call_timeout must be > 0 or None, got 0$"):
-        async with open_mcp(build_server(), call_timeout=0):
-            pass  # pragma: no cover
+        McpConfig(call_timeout=0)
     with pytest.raises(ValueError, match=r"^connect_timeout must be > 0, got -1$"):
-        async with open_mcp(build_server(), connect_timeout=-1):
-            pass  # pragma: no cover
+        McpConfig(connect_timeout=-1)
     with pytest.raises(
         ValueError, match=r"^protocol must be 'auto', 'legacy' or one of '.*', got 'x'$"
     ):
-        async with open_mcp(build_server(), protocol="x"):
-            pass  # pragma: no cover
+        McpConfig(protocol="x")
 
 
 async def test_a_closed_connection_refuses_calls() -> None:
-    async with open_mcp(build_server(), name="srv", prefix="s") as srv:
+    async with open_mcp(build_server(), McpConfig(prefix="s"), name="srv") as srv:
         echo = srv.tools[0]
     with pytest.raises(al.ToolError, match=r"^MCP server 'srv' is closed$"):
         await srv.call_tool("echo", {"text": "late"})
@@ -364,7 +362,7 @@ async def test_errors_in_the_block_leave_as_themselves() -> None:
 
 async def test_stdio_server_end_to_end() -> None:
     with trio.fail_after(BOUND):
-        async with open_mcp(stdio_server(), name="srv", prefix="srv") as srv:
+        async with open_mcp(stdio_server(), McpConfig(prefix="srv"), name="srv") as srv:
             assert srv.pid is not None
             assert process_alive(srv.pid)
             assert srv.server_info is not None
@@ -389,14 +387,14 @@ async def test_stdio_server_end_to_end() -> None:
 async def test_five_concurrent_calls_get_their_own_answers() -> None:
     calls = [("s__echo", {"text": f"message {i}"}) for i in range(5)]
     with trio.fail_after(BOUND):
-        async with open_mcp(stdio_server(), prefix="s") as srv:
+        async with open_mcp(stdio_server(), McpConfig(prefix="s")) as srv:
             agent, _ = await run_calls(srv.tools, *calls)
     assert [results(agent)[f"c{i}"].text for i in range(5)] == [f"message {i}" for i in range(5)]
 
 
 async def test_a_server_that_dies_mid_call_fails_the_call_and_is_restarted() -> None:
     with trio.fail_after(BOUND):
-        async with open_mcp(stdio_server(), name="srv", prefix="s") as srv:
+        async with open_mcp(stdio_server(), McpConfig(prefix="s"), name="srv") as srv:
             first = int(await call_text(srv, "pid", {}))
             agent, _ = await run_calls(srv.tools, ("s__die", {}), ("s__echo", {"text": "x"}))
             died = results(agent)["c0"]
@@ -494,7 +492,7 @@ async def test_a_cancelled_block_still_ends_the_server() -> None:
 async def test_abort_cancels_the_call_on_a_stdio_server(tmp_path: Path) -> None:
     marker = tmp_path / "marker"
     with trio.fail_after(BOUND):
-        async with open_mcp(stdio_server(), prefix="s") as srv:
+        async with open_mcp(stdio_server(), McpConfig(prefix="s")) as srv:
             agent = al.Agent(
                 ScriptedProvider(
                     [reply(call("s__slow", {"seconds": 600, "marker": str(marker)}, id="c0"))]
@@ -515,7 +513,9 @@ async def test_the_handshake_is_bounded(tmp_path: Path) -> None:
     with trio.fail_after(BOUND):
         with pytest.raises(McpConnectionError) as info:
             async with open_mcp(
-                stdio_server("hang", "--pidfile", str(pidfile)), name="mute", connect_timeout=0.5
+                stdio_server("hang", "--pidfile", str(pidfile)),
+                McpConfig(connect_timeout=0.5),
+                name="mute",
             ):
                 pytest.fail("the handshake completed")  # pragma: no cover
         assert str(info.value) == "MCP server 'mute' did not complete the handshake within 500ms"
@@ -571,7 +571,7 @@ async def test_streamable_http_end_to_end() -> None:
     with trio.fail_after(BOUND):
         async with (
             serve_http("http") as (url, _process),
-            open_mcp(HttpServer(url), prefix="web") as web,
+            open_mcp(HttpServer(url), McpConfig(prefix="web")) as web,
         ):
             assert web.name == "127.0.0.1"
             assert web.pid is None
@@ -593,7 +593,7 @@ async def test_legacy_sse_end_to_end() -> None:
     with trio.fail_after(BOUND):
         async with (
             serve_http("sse") as (url, _process),
-            open_mcp(SseServer(url), prefix="old") as old,
+            open_mcp(SseServer(url), McpConfig(prefix="old")) as old,
         ):
             agent, recorder = await run_calls(
                 old.tools, ("old__echo", {"text": "over sse"}), ("old__structured", {"n": 2})
@@ -625,7 +625,7 @@ async def test_an_http_server_that_dies_mid_call_then_comes_back(
     with trio.fail_after(BOUND):
         async with serve_http("http") as (url, process):
             port = int(url.split(":")[2].split("/")[0])
-            async with open_mcp(HttpServer(url), name="web", protocol=protocol) as web:
+            async with open_mcp(HttpServer(url), McpConfig(protocol=protocol), name="web") as web:
                 started = trio.Event()
                 errors: list[str] = []
 
@@ -662,7 +662,7 @@ async def test_an_expired_http_session_is_started_again() -> None:
     with trio.fail_after(BOUND):
         async with serve_http("http") as (url, process):
             port = int(url.split(":")[2].split("/")[0])
-            async with open_mcp(HttpServer(url), name="web", protocol="legacy") as web:
+            async with open_mcp(HttpServer(url), McpConfig(protocol="legacy"), name="web") as web:
                 assert await call_text(web, "echo", {"text": "one"}) == "one"
                 assert web.connections == 1
                 process.kill()  # while no call is in flight
@@ -738,7 +738,7 @@ async def test_open_mcp_servers_names_the_servers_that_failed(tmp_path: Path) ->
             "cannot start MCP server 'bad': [Errno 2] No such file or directory: "
             "'agentloop-no-such-command'"
         )
-        async with open_mcp_servers(config, required=False, prefix=False) as servers:
+        async with open_mcp_servers(config, McpConfig(prefix=False), required=False) as servers:
             assert list(servers) == ["good"]
             assert servers.errors == {"bad": str(info.value)}
             assert [t.name for t in servers.tools] == list(SERVER_TOOL_NAMES)
@@ -754,7 +754,7 @@ async def test_a_failing_on_tools_changed_is_logged_and_the_connection_goes_on(
         called.set()
         raise RuntimeError("my callback broke")
 
-    async with open_mcp(build_server(), name="srv", on_tools_changed=on_changed) as srv:
+    async with open_mcp(build_server(), McpConfig(on_tools_changed=on_changed), name="srv") as srv:
         assert await call_text(srv, "add_tool", {"name": "late"}) == "added"
         with trio.fail_after(BOUND):
             await called.wait()
@@ -778,7 +778,7 @@ async def test_a_restarted_server_with_other_tools_is_reported(tmp_path: Path) -
         reported.set()
 
     with trio.fail_after(BOUND):
-        async with open_mcp(server, name="srv", on_tools_changed=on_changed) as srv:
+        async with open_mcp(server, McpConfig(on_tools_changed=on_changed), name="srv") as srv:
             assert [t.name for t in srv.tools] == list(SERVER_TOOL_NAMES)
             flag.touch()
             with pytest.raises(al.ToolError):
@@ -902,7 +902,7 @@ async def test_a_huge_result_is_capped_on_a_character_boundary() -> None:
 
 async def test_max_result_bytes_is_configurable_and_checked() -> None:
     with trio.fail_after(BOUND):
-        async with open_mcp(stdio_server(), name="srv", max_result_bytes=10) as srv:
+        async with open_mcp(stdio_server(), McpConfig(max_result_bytes=10), name="srv") as srv:
             agent, _ = await run_calls(srv.tools, ("echo", {"text": "0123456789ééé"}))
     # Byte 10 is the first byte of an 'é': the cut keeps whole characters only.
     assert [b.text for b in results(agent)["c0"].content if isinstance(b, al.TextContent)] == [
@@ -910,10 +910,9 @@ async def test_max_result_bytes_is_configurable_and_checked() -> None:
         "[Result truncated: the server sent 16 bytes of text; the first 10 bytes are shown.]",
     ]
     with trio.fail_after(BOUND):
-        async with open_mcp(stdio_server(), name="srv", max_result_bytes=3) as srv:
+        async with open_mcp(stdio_server(), McpConfig(max_result_bytes=3), name="srv") as srv:
             agent, _ = await run_calls(srv.tools, ("echo", {"text": "ééé"}))
     assert results(agent)["c0"].content[0] == al.TextContent("é")
     for bad in (0, -5, True, 1.5):
         with pytest.raises(ValueError, match="max_result_bytes must be an integer >= 1"):
-            async with open_mcp(stdio_server(), max_result_bytes=bad):
-                pass
+            McpConfig(max_result_bytes=bad)

@@ -28,6 +28,7 @@ import agentloop as al
 from agentloop.mcp import (
     Elicitation,
     ElicitationAnswer,
+    McpConfig,
     McpLogMessage,
     McpRoot,
     McpSampling,
@@ -127,7 +128,7 @@ async def test_an_accepted_form_gets_the_schemas_defaults_and_is_checked() -> No
             return ElicitationAnswer.accept({"age": 200})  # no name; age out of range
         return ElicitationAnswer.accept({"name": "Ada"})
 
-    async with open_mcp(build_server(), protocol="legacy", elicitation=answer) as server:
+    async with open_mcp(build_server(), McpConfig(protocol="legacy", elicitation=answer)) as server:
         text = await call_text(server, "ask")
     assert text == 'accept {"name":"Ada","age":30,"city":"Oslo"}'
     first = asked[0]
@@ -152,7 +153,7 @@ async def test_decline_and_cancel_reach_the_server(action: str) -> None:
         await trio.lowlevel.checkpoint()
         return getattr(ElicitationAnswer, action)()
 
-    async with open_mcp(build_server(), protocol="legacy", elicitation=answer) as server:
+    async with open_mcp(build_server(), McpConfig(protocol="legacy", elicitation=answer)) as server:
         assert await call_text(server, "ask") == action
 
 
@@ -164,7 +165,7 @@ async def test_answers_that_never_fit_end_in_cancel(caplog: pytest.LogCaptureFix
         calls += 1
         return ElicitationAnswer.accept({"name": 5})
 
-    async with open_mcp(build_server(), protocol="legacy", elicitation=answer) as server:
+    async with open_mcp(build_server(), McpConfig(protocol="legacy", elicitation=answer)) as server:
         assert await call_text(server, "ask") == "cancel"
     assert calls == 3
     assert [r.getMessage() for r in caplog.records if r.name == "agentloop.mcp"] == [
@@ -179,7 +180,7 @@ async def test_a_failing_handler_is_an_error_for_the_server(
     def answer(request: Elicitation) -> ElicitationAnswer:
         raise RuntimeError("no terminal")
 
-    async with open_mcp(build_server(), protocol="legacy", elicitation=answer) as server:
+    async with open_mcp(build_server(), McpConfig(protocol="legacy", elicitation=answer)) as server:
         with pytest.raises(al.ToolError) as raised:
             await server.call_tool("ask", {})
     assert str(raised.value) == (
@@ -192,7 +193,7 @@ async def test_a_failing_handler_is_an_error_for_the_server(
 
 
 async def test_without_handlers_nothing_is_declared() -> None:
-    async with open_mcp(build_server(), protocol="legacy") as server:
+    async with open_mcp(build_server(), McpConfig(protocol="legacy")) as server:
         declared = json.loads(await call_text(server, "capabilities"))
         with pytest.raises(al.ToolError) as raised:
             await server.call_tool("ask", {})
@@ -205,10 +206,12 @@ async def test_without_handlers_nothing_is_declared() -> None:
 async def test_with_handlers_each_is_declared() -> None:
     async with open_mcp(
         build_server(),
-        protocol="legacy",
-        elicitation=lambda request: ElicitationAnswer.cancel(),
-        sampling=McpSampling(ScriptedProvider([])),
-        roots=["/srv/data"],
+        McpConfig(
+            protocol="legacy",
+            elicitation=lambda request: ElicitationAnswer.cancel(),
+            sampling=McpSampling(ScriptedProvider([])),
+            roots=["/srv/data"],
+        ),
     ) as server:
         declared = json.loads(await call_text(server, "capabilities"))
     assert declared == {"elicitation": True, "sampling": True, "roots": True}
@@ -230,7 +233,7 @@ async def test_sampling_is_counted_in_the_runs_usage() -> None:
         model="main-model",
     )
     async with open_mcp(
-        build_server(), prefix="asker", protocol="legacy", sampling=McpSampling(choose)
+        build_server(), McpConfig(prefix="asker", protocol="legacy", sampling=McpSampling(choose))
     ) as server:
         agent = al.Agent(main, tools=server.tools)
         events = await collect_events(agent, "Summarize")
@@ -255,7 +258,7 @@ async def test_sampling_is_counted_in_the_runs_usage() -> None:
 async def test_max_tokens_caps_what_the_server_asks() -> None:
     helper = ScriptedProvider([reply("Short.")])
     sampling = McpSampling(helper, max_tokens=64)
-    async with open_mcp(build_server(), protocol="legacy", sampling=sampling) as server:
+    async with open_mcp(build_server(), McpConfig(protocol="legacy", sampling=sampling)) as server:
         await call_text(server, "summarize", {"text": "x"})
     assert [r.max_tokens for r in helper.requests] == [64]
 
@@ -283,7 +286,9 @@ async def test_a_sampling_flood_stops_at_the_runs_token_limit(tmp_path: Path) ->
     flood = StdioServer(sys.executable, [str(FLOOD_SERVER), str(log)])
     with trio.fail_after(60):
         async with open_mcp(
-            flood, name="flood", prefix="flood", protocol="legacy", sampling=McpSampling(helper)
+            flood,
+            McpConfig(prefix="flood", protocol="legacy", sampling=McpSampling(helper)),
+            name="flood",
         ) as server:
             agent = flood_agent(main, server, max_total_tokens=2000)
             events = await collect_events(agent, "Go")
@@ -336,7 +341,9 @@ async def test_a_burst_of_sampling_requests_is_answered_one_at_a_time(tmp_path: 
     flood = StdioServer(sys.executable, [str(FLOOD_SERVER), str(tmp_path / "log")])
     with trio.fail_after(60):
         async with open_mcp(
-            flood, name="flood", prefix="flood", protocol="legacy", sampling=McpSampling(helper)
+            flood,
+            McpConfig(prefix="flood", protocol="legacy", sampling=McpSampling(helper)),
+            name="flood",
         ) as server:
             events = await collect_events(flood_agent(main, server, max_total_tokens=2000), "Go")
     end = events[-1]
@@ -361,7 +368,7 @@ async def test_sampling_requests_count_in_max_requests() -> None:
         return "asked twice"
 
     async with open_mcp(
-        server, prefix="asker", protocol="legacy", sampling=McpSampling(helper)
+        server, McpConfig(prefix="asker", protocol="legacy", sampling=McpSampling(helper))
     ) as connection:
         events = await collect_events(flood_agent(main, connection, max_requests=2), "Go")
         # A call after that run is not refused for the run's limit.
@@ -380,7 +387,9 @@ async def test_sampling_requests_count_in_max_requests() -> None:
 
 async def test_without_a_run_sampling_is_capped_but_not_limited() -> None:
     helper = ScriptedProvider([reply("Short.")])
-    async with open_mcp(build_server(), protocol="legacy", sampling=McpSampling(helper)) as c:
+    async with open_mcp(
+        build_server(), McpConfig(protocol="legacy", sampling=McpSampling(helper))
+    ) as c:
         await call_text(c, "summarize", {"text": "x"})
     assert [r.max_tokens for r in helper.requests] == [500]  # below the cap: as asked
     assert McpSampling(helper).max_tokens == 4096
@@ -398,7 +407,7 @@ async def test_permissions_are_asked_before_sampling() -> None:
     sampling = McpSampling(
         helper, permissions=al.Permissions(ask=["mcp_sampling(asker)"], approver=approver)
     )
-    async with open_mcp(build_server(), protocol="legacy", sampling=sampling) as server:
+    async with open_mcp(build_server(), McpConfig(protocol="legacy", sampling=sampling)) as server:
         with pytest.raises(al.ToolError) as raised:
             await server.call_tool("summarize", {"text": "secret plans"})
     assert str(raised.value) == (
@@ -450,7 +459,9 @@ async def test_a_cancelled_sampling_request_cancels_the_model() -> None:
         return "gave up"
 
     with trio.fail_after(10):
-        async with open_mcp(server, protocol="legacy", sampling=McpSampling(Slow())) as c:
+        async with open_mcp(
+            server, McpConfig(protocol="legacy", sampling=McpSampling(Slow()))
+        ) as c:
             assert await call_text(c, "impatient") == "gave up"
             await cancelled.wait()
 
@@ -461,7 +472,7 @@ async def test_a_cancelled_sampling_request_cancels_the_model() -> None:
 async def test_roots_are_listed_as_file_uris(tmp_path: Any) -> None:
     here = tmp_path / "my project"
     async with open_mcp(
-        build_server(), protocol="legacy", roots=[here, McpRoot("file:///srv", "data")]
+        build_server(), McpConfig(protocol="legacy", roots=[here, McpRoot("file:///srv", "data")])
     ) as server:
         listed = json.loads(await call_text(server, "roots"))
         assert server.roots == (McpRoot.of(here), McpRoot("file:///srv", "data"))
@@ -475,11 +486,12 @@ async def test_roots_are_listed_as_file_uris(tmp_path: Any) -> None:
 
 
 async def test_set_roots_needs_roots_from_the_start() -> None:
-    async with open_mcp(build_server(), protocol="legacy") as server:
+    async with open_mcp(build_server(), McpConfig(protocol="legacy")) as server:
         with pytest.raises(RuntimeError) as raised:
             await server.set_roots(["/x"])
     assert str(raised.value) == (
-        "MCP server 'asker' was connected without roots; pass roots=[...] to open_mcp to offer them"
+        "MCP server 'asker' was connected without roots; "
+        "pass McpConfig(roots=[...]) to open_mcp to offer them"
     )
 
 
@@ -494,10 +506,7 @@ async def test_server_logs_are_records_callbacks_and_progress(
     model = ScriptedProvider([reply(call("asker__chatty", {})), reply("ok")])
     async with open_mcp(
         build_server(),
-        prefix="asker",
-        protocol="legacy",
-        on_log=received.append,
-        log_level="warning",
+        McpConfig(prefix="asker", protocol="legacy", on_log=received.append, log_level="warning"),
     ) as server:
         agent = al.Agent(model, tools=server.tools)
         events = await collect_events(agent, "go")
@@ -527,12 +536,8 @@ async def test_server_logs_are_records_callbacks_and_progress(
 
 
 def test_log_level_is_checked() -> None:
-    async def main() -> None:
-        async with open_mcp(build_server(), log_level="loud"):
-            pass
-
     with pytest.raises(ValueError, match=r"^log_level must be") as raised:
-        trio.run(main)
+        McpConfig(log_level="loud")
     assert str(raised.value) == (
         "log_level must be None or one of 'debug', 'info', 'notice', 'warning', 'error', "
         "'critical', 'alert', 'emergency', got 'loud'"
@@ -557,7 +562,7 @@ async def test_everything_elicitation_form_and_url_paths() -> None:
             return ElicitationAnswer.accept()
         return ElicitationAnswer.accept({"name": "Ada", "check": True, "email": "ada@example.com"})
 
-    async with open_mcp(everything(), name="everything", elicitation=answer) as server:
+    async with open_mcp(everything(), McpConfig(elicitation=answer), name="everything") as server:
         form = await call_text(server, "trigger-elicitation-request")
         url = await call_text(server, "trigger-url-elicitation", {"url": "https://example.com/pay"})
         retried = await call_text(
@@ -611,10 +616,8 @@ async def test_everything_sampling_and_roots(tmp_path: Any) -> None:
 
     async with open_mcp(
         everything(),
+        McpConfig(sampling=McpSampling(helper), roots=[tmp_path / "a"], on_log=on_log),
         name="everything",
-        sampling=McpSampling(helper),
-        roots=[tmp_path / "a"],
-        on_log=on_log,
     ) as server:
         sampled = await call_text(
             server, "trigger-sampling-request", {"prompt": "Capital of France?", "maxTokens": 20}

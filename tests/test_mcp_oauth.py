@@ -47,7 +47,8 @@ from agentloop.mcp import (
     load_mcp_config,
     open_mcp,
 )
-from agentloop.mcp._oauth import _free_port, _person_waits, pausable_deadline
+from agentloop.mcp._oauth import pausable_deadline
+from agentloop.mcp._oauth._browser import free_port, person_waits
 from agentloop.providers import ScriptedProvider, call, reply
 
 # ------------------------------------------------------------------ the server
@@ -635,7 +636,7 @@ def _chain(error: BaseException) -> list[BaseException]:
 async def test_the_default_authorize_listens_on_127_0_0_1_for_the_redirect(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    port = _free_port()
+    port = free_port()
     redirect = f"http://127.0.0.1:{port}/callback"
     url = f"https://auth.example/authorize?{urlencode({'redirect_uri': redirect, 'state': 's1'})}"
     answers: list[dict[str, str]] = []
@@ -656,7 +657,7 @@ async def test_the_default_authorize_listens_on_127_0_0_1_for_the_redirect(
 
 
 async def test_the_default_authorize_prints_the_url(capsys: pytest.CaptureFixture[str]) -> None:
-    port = _free_port()
+    port = free_port()
     url = f"https://auth.example/authorize?redirect_uri=http://127.0.0.1:{port}/callback"
     async with trio.open_nursery() as nursery:
         nursery.start_soon(partial(authorize_in_browser, url, open_browser=False))
@@ -669,7 +670,7 @@ async def test_the_default_authorize_prints_the_url(capsys: pytest.CaptureFixtur
 async def test_the_default_authorize_gives_up_after_its_time(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
-    port = _free_port()
+    port = free_port()
     url = f"https://auth.example/authorize?redirect_uri=http://127.0.0.1:{port}/callback"
     with pytest.raises(McpAuthError) as raised:
         await authorize_in_browser(url, open_browser=False, give_up_after=120)
@@ -693,7 +694,7 @@ async def test_a_person_authorizing_stops_the_handshake_deadline(
     handshake = trio.CancelScope(deadline=trio.current_time() + 30)
     with handshake, pausable_deadline(handshake):
         await trio.sleep(10)
-        with _person_waits():
+        with person_waits():
             await trio.sleep(600)  # a slow person
         assert handshake.deadline == pytest.approx(trio.current_time() + 20)
         await trio.sleep(19)

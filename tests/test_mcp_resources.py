@@ -67,6 +67,7 @@ from server_common import png_1x1
 
 import agentloop as al
 from agentloop.mcp import (
+    McpConfig,
     McpPrompt,
     McpPromptArgument,
     McpRequestError,
@@ -282,7 +283,7 @@ class Updates:
 
 
 def library(**options: Any) -> Any:
-    return open_mcp(build_library(), name="library", prefix="lib", **options)
+    return open_mcp(build_library(), McpConfig(prefix="lib", **options), name="library")
 
 
 async def run_calls(
@@ -441,7 +442,7 @@ async def test_resource_tools_let_the_model_list_and_read(protocol: str) -> None
 
 
 async def test_resource_tools_are_read_only_and_claim_the_server_as_read() -> None:
-    async with open_mcp(build_library(), name="library", call_timeout=12.0) as lib:
+    async with open_mcp(build_library(), McpConfig(call_timeout=12.0), name="library") as lib:
         listing, read = await lib.resource_tools()
         assert (listing.name, read.name) == ("library__list_resources", "library__read_resource")
         for tool in (listing, read):
@@ -578,7 +579,9 @@ async def test_a_failing_update_hook_is_logged_not_raised(caplog: pytest.LogCapt
 
 @PROTOCOLS
 async def test_subscribing_needs_the_servers_support(protocol: str) -> None:
-    async with open_mcp(build_unsubscribable(), name="plain", protocol=protocol) as plain:
+    async with open_mcp(
+        build_unsubscribable(), McpConfig(protocol=protocol), name="plain"
+    ) as plain:
         with pytest.raises(McpRequestError) as raised:
             await plain.subscribe("note://x")
     assert str(raised.value) == "MCP server 'plain' does not support resource subscriptions"
@@ -596,7 +599,7 @@ def library_process(*extra: str, env: dict[str, str] | None = None) -> StdioServ
 async def test_a_stdio_server_redacts_credentials_and_renews_subscriptions(protocol: str) -> None:
     server = library_process("--secret-env", "API_TOKEN", env={"API_TOKEN": SECRET})
     updates = Updates()
-    async with open_mcp(server, name="library", protocol=protocol) as lib:
+    async with open_mcp(server, McpConfig(protocol=protocol), name="library") as lib:
         lib.on_resource_updated = updates
         assert await lib.read_resource("note://env") == [al.TextContent("token=***")]
         assert await lib.read_resource_contents("note://env") == [

@@ -12,7 +12,6 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
-import math
 import os
 import re
 import subprocess
@@ -30,13 +29,14 @@ from agentloop import AgentTool, ImageContent, TextContent
 from agentloop._names import model_tool_name as tool_name
 from agentloop.mcp import (
     HttpServer,
+    McpConfig,
     McpConnection,
     McpToolAdapter,
     SseServer,
     StdioServer,
     load_mcp_config,
 )
-from agentloop.mcp._content import _describe_size, convert_result
+from agentloop.mcp._content import convert_result, describe_size
 
 REPO = Path(__file__).resolve().parent.parent
 PNG_B64 = base64.b64encode(PNG_BYTES).decode("ascii")
@@ -634,14 +634,14 @@ class TestConvertResult:
         (1024**3, "1024.0 MiB"),
     ],
 )
-def test_describe_size(size: int, text: str) -> None:
-    assert _describe_size(size) == text
+def testdescribe_size(size: int, text: str) -> None:
+    assert describe_size(size) == text
 
 
 def test_describe_size_just_under_a_mib() -> None:
-    assert _describe_size(1024 * 1024 - 52) == "1023.9 KiB"
-    assert _describe_size(1024 * 1024 - 51) == "1.0 MiB"
-    assert _describe_size(1024 * 1024 - 1) == "1.0 MiB"
+    assert describe_size(1024 * 1024 - 52) == "1023.9 KiB"
+    assert describe_size(1024 * 1024 - 51) == "1.0 MiB"
+    assert describe_size(1024 * 1024 - 1) == "1.0 MiB"
 
 
 # =========================================================================== tool_name
@@ -712,7 +712,9 @@ class TestToolName:
 
 def connection(call_timeout: float | None = 30.0, prefix: str | None = None) -> McpConnection:
     return McpConnection(
-        StdioServer("true"), name="x", prefix=prefix, call_timeout=call_timeout, connect_timeout=1
+        StdioServer("true"),
+        McpConfig(prefix=prefix, call_timeout=call_timeout, connect_timeout=1),
+        name="x",
     )
 
 
@@ -837,9 +839,7 @@ class TestAdapter:
         adapter = McpToolAdapter.from_tool(connection(), tool(), "t")
         assert adapter.output_schema is None
 
-    @pytest.mark.parametrize(
-        ("call_timeout", "timeout"), [(30.0, 30.0), (0.5, 0.5), (None, None), (math.inf, None)]
-    )
+    @pytest.mark.parametrize(("call_timeout", "timeout"), [(30.0, 30.0), (0.5, 0.5), (None, None)])
     def test_timeout_mirrors_the_connection(
         self, call_timeout: float | None, timeout: float | None
     ) -> None:
@@ -864,7 +864,7 @@ class TestAdapter:
 
     async def test_connection_names_and_deduplicates_tools(self) -> None:
         conn = connection(prefix="srv")
-        await conn._set_tools([tool(name="a.b"), tool(name="a_b"), tool(name="a-b")])
+        await conn._tool_list.update([tool(name="a.b"), tool(name="a_b"), tool(name="a-b")])
         assert [(a.tool_name, a.name) for a in conn.tools] == [
             ("a.b", "srv__a_b"),
             ("a_b", "srv__a_b_2"),
@@ -874,9 +874,9 @@ class TestAdapter:
 
     async def test_connection_keeps_unchanged_adapters(self) -> None:
         conn = connection()
-        await conn._set_tools([tool(name="keep"), tool(name="change", description="old")])
+        await conn._tool_list.update([tool(name="keep"), tool(name="change", description="old")])
         kept, changed = conn.tools
-        await conn._set_tools([tool(name="keep"), tool(name="change", description="new")])
+        await conn._tool_list.update([tool(name="keep"), tool(name="change", description="new")])
         assert conn.tools[0] is kept
         assert conn.tools[1] is not changed
         assert conn.tools[1].description == "new"

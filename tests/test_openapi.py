@@ -11,6 +11,7 @@ import base64
 import copy
 import gzip
 import json
+import pickle
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -24,6 +25,7 @@ from openapi_fixtures import serve_openapi_echo
 from sse_server import Reply, serve
 
 import agentloop as al
+import agentloop.openapi
 from agentloop.openapi import OpenApiConfig, OpenApiError, OpenApiToolAdapter, OperationFilter
 from agentloop.openapi import _adapter as openapi_adapter
 from agentloop.providers import ScriptedProvider, call, reply
@@ -951,3 +953,37 @@ def test_a_31_description_with_server_variables_and_ref_siblings() -> None:
         },
         "required": ["eventId"],
     }
+
+
+# --------------------------------------------------------------------------- the public home
+
+
+def test_the_public_classes_live_in_agentloop_openapi() -> None:
+    homes = {
+        name: getattr(agentloop.openapi, name).__module__
+        for name in agentloop.openapi.__all__
+        if name != "Credential"  # a type alias, not a class
+    }
+    assert homes == dict.fromkeys(homes, "agentloop.openapi")
+    assert repr(OpenApiConfig) == "<class 'agentloop.openapi.OpenApiConfig'>"
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        OpenApiConfig(base_url="https://api.example.com", headers={"X-Trace": "1"}, prefix="p"),
+        OperationFilter(tags="pet", methods=["GET"]),
+        OpenApiError("not an OpenAPI document"),
+    ],
+    ids=lambda value: type(value).__name__,
+)
+def test_values_pickle_under_their_public_home(value: Any) -> None:
+    data = pickle.dumps(value)
+    assert b"agentloop.openapi._" not in data
+    assert b"agentloop.openapi" in data
+    again = pickle.loads(data)
+    assert type(again) is type(value)
+    if isinstance(value, Exception):
+        assert again.args == value.args
+    else:
+        assert again == value

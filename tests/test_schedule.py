@@ -528,10 +528,10 @@ async def test_a_passed_deadline_cancels_an_mcp_call_on_the_server(
     pytest.importorskip("mcp")
     from mcp_servers import build_server
 
-    from agentloop.mcp import open_mcp
+    from agentloop.mcp import McpConfig, open_mcp
 
     marker = tmp_path / "marker"
-    async with open_mcp(build_server(), prefix="s") as server:
+    async with open_mcp(build_server(), McpConfig(prefix="s")) as server:
         provider = ScriptedProvider(
             [reply(call("s__slow", {"seconds": 1000, "marker": str(marker)}, id="c0"))]
         )

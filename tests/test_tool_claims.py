@@ -23,7 +23,14 @@ from mcp_fixtures import stdio_command
 
 import agentloop as al
 from agentloop._tool import tool_traits
-from agentloop.mcp import McpConnection, McpToolAdapter, StdioServer, open_mcp, open_mcp_servers
+from agentloop.mcp import (
+    McpConfig,
+    McpConnection,
+    McpToolAdapter,
+    StdioServer,
+    open_mcp,
+    open_mcp_servers,
+)
 from agentloop.openapi import OpenApiConfig, OpenApiToolAdapter
 from agentloop.providers import ScriptedProvider, call, reply
 from agentloop.testing import EventRecorder
@@ -238,14 +245,8 @@ class TestBashClaims:
 
 
 def mcp_connection(name: str = "files", **options: Any) -> McpConnection:
-    return McpConnection(
-        StdioServer("true"),
-        name=name,
-        prefix=None,
-        call_timeout=30.0,
-        connect_timeout=1,
-        **options,
-    )
+    config = McpConfig(call_timeout=30.0, connect_timeout=1, **options)
+    return McpConnection(StdioServer("true"), config, name=name)
 
 
 def mcp_tool(connection: McpConnection, **hints: Any) -> McpToolAdapter:
@@ -357,7 +358,9 @@ async def test_destructive_mcp_calls_queue_on_their_server() -> None:
         )
         assert queue_events(recorder) == []
 
-    async with open_mcp(build_annotated_server(), name="db", destructive_exclusive=False) as server:
+    async with open_mcp(
+        build_annotated_server(), McpConfig(destructive_exclusive=False), name="db"
+    ) as server:
         recorder = await run_batch(
             server.tools, ("delete", {"item": "a"}), ("delete", {"item": "b"})
         )
@@ -369,7 +372,7 @@ async def test_open_mcp_servers_keys_are_the_configured_names() -> None:
     command, args = stdio_command("stdio")
     config = {"mcpServers": {"alpha": {"command": command, "args": args}}}
     with trio.fail_after(BOUND):
-        async with open_mcp_servers(config, destructive_exclusive=False) as servers:
+        async with open_mcp_servers(config, McpConfig(destructive_exclusive=False)) as servers:
             assert servers["alpha"].destructive_exclusive is False
             lookup = next(t for t in servers.tools if t.tool_name == "read_only_lookup")
             assert lookup.resources({"key": "k"}) == al.Claim(reads={"mcp:alpha"})

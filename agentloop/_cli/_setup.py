@@ -263,7 +263,7 @@ async def mcp_tools(
     what = "--mcp-config" if isinstance(config, Path) else "mcp_servers (settings)"
     where = f"{what} {config}" if isinstance(config, Path) else what
     try:
-        from ..mcp import McpSampling, open_mcp_servers
+        from ..mcp import McpConfig, McpSampling, open_mcp_servers
     except ImportError as error:
         raise SetupError(f"{what}: {error}") from error
     if sampling is not None:
@@ -273,7 +273,7 @@ async def mcp_tools(
     try:
         with_oauth = await trio.to_thread.run_sync(oauth_by_default, config)
         servers = await stack.enter_async_context(
-            open_mcp_servers(with_oauth, required=False, **client)
+            open_mcp_servers(with_oauth, McpConfig(**client), required=False)
         )
     except OSError as error:
         raise SetupError(f"{where}: {error.strerror or error}") from error

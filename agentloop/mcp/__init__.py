@@ -2,16 +2,20 @@
 
 Connect to a server, and its tools are agent tools::
 
-    from agentloop.mcp import StdioServer, open_mcp
+    from agentloop.mcp import McpConfig, StdioServer, open_mcp
 
-    async with open_mcp(StdioServer("uvx", ["mcp-server-time"]), prefix="time") as time:
+    async with open_mcp(StdioServer("uvx", ["mcp-server-time"]), McpConfig(prefix="time")) as time:
         agent = Agent(provider, tools=[*time.tools])
         await agent.run("What time is it in Lima?")
 
-Or open every server of an ``mcpServers`` configuration file at once::
+Or open every server of an ``mcpServers`` configuration file at once (each
+server's tools prefixed with its name)::
 
-    async with open_mcp_servers("mcp.json") as servers:
+    async with open_mcp_servers("mcp.json", McpConfig(call_timeout=60)) as servers:
         agent = Agent(provider, tools=servers.tools)
+
+The options of a connection are one value, :class:`McpConfig`, which
+:func:`open_mcp`, :func:`open_mcp_servers` and :class:`McpConnection` take alike.
 
 Needs the MCP SDK: ``pip install 'agentloop[mcp]'``. The SDK is slow to
 import (a few hundred milliseconds), so it loads with the first connection, or
@@ -37,6 +41,7 @@ except ModuleNotFoundError as _error:  # pragma: no cover - tested in a subproce
 from ._base import McpAuthError as McpAuthError
 from ._base import McpConnectionError as McpConnectionError
 from ._base import McpRequestError as McpRequestError
+from ._config import McpConfig as McpConfig
 from ._open import McpServers as McpServers
 from ._open import open_mcp as open_mcp
 from ._open import open_mcp_servers as open_mcp_servers
@@ -71,6 +76,7 @@ __all__ = [
     "ElicitationAnswer",
     "HttpServer",
     "McpAuthError",
+    "McpConfig",
     "McpConnection",
     "McpConnectionError",
     "McpLogMessage",

@@ -1,11 +1,12 @@
-"""McpToolAdapter: one tool of an MCP server, as an agentloop tool."""
+"""A server's tools as agentloop tools: a :class:`McpToolAdapter` each, in a :class:`ToolList`."""
 
 from __future__ import annotations
 
 import copy
+import logging
 import math
 from collections.abc import Mapping, Sequence
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import attrs
 import mcp.types as mcp_types
@@ -13,25 +14,23 @@ import trio
 
 from .._names import UniqueNames, model_tool_name
 from .._schedule import NO_CLAIM, Claim
-from .._secrets import Redactor
 from .._tool import ToolContext, ToolError, ToolResult
 from .._types import TextContent
-from .._util import raise_single
+from .._util import call_hook, raise_single
+from ._base import ServerHost, all_pages, public
 from ._content import convert_result
 
-__all__ = ["McpToolAdapter", "ToolHost", "adapt_tools"]
+if TYPE_CHECKING:
+    from mcp import Client
 
 
-class ToolHost(Protocol):
-    """What an adapter needs of its server's connection (an ``McpConnection``)."""
+__all__ = ["ADAPT_BATCH", "McpToolAdapter", "ToolList", "adapt_tools"]
 
-    name: str
-    call_timeout: float | None
-    max_result_bytes: int
-    destructive_exclusive: bool
+log = logging.getLogger("agentloop.mcp")
 
-    @property
-    def redactor(self) -> Redactor: ...
+
+class ToolHost(ServerHost, Protocol):
+    """What an adapter and a :class:`ToolList` need of their connection (an ``McpConnection``)."""
 
     def offers(self, adapter: McpToolAdapter) -> bool: ...
 
@@ -62,6 +61,7 @@ def _progress_text(progress: float, total: float | None, message: str | None) ->
     return f"{progress:g}"
 
 
+@public
 @attrs.frozen(eq=False)
 class McpToolAdapter:
     """One tool of an MCP server, callable by the model like any other tool.
@@ -139,9 +139,8 @@ class McpToolAdapter:
 
     @property
     def timeout(self) -> float | None:
-        """Seconds a call may take; None for no limit."""
-        timeout = self.connection.call_timeout
-        return None if timeout is None or math.isinf(timeout) else timeout
+        """Seconds a call may take (the connection's ``call_timeout``); None for no limit."""
+        return self.connection.config.call_timeout
 
     @property
     def replay_safe(self) -> bool:
@@ -166,7 +165,7 @@ class McpToolAdapter:
         if self.read_only:
             return Claim(reads={f"mcp:{self.connection.name}"})
         destructive = self.annotations.get("destructiveHint") is True
-        if destructive and self.connection.destructive_exclusive:
+        if destructive and self.connection.config.destructive_exclusive:
             return Claim(writes={f"mcp:{self.connection.name}"})
         return NO_CLAIM
 
@@ -233,7 +232,7 @@ class McpToolAdapter:
             # naming the server, a Cancelled). A HookFailure from an update hook stays
             # wrapped: it must pass the loop's tool gate as itself.
             raise_single(group, unwrap_hooks=False)
-        content, details = convert_result(result, max_bytes=self.connection.max_result_bytes)
+        content, details = convert_result(result, max_bytes=self.connection.config.max_result_bytes)
         # What the server sends back must not carry the credentials sent to it.
         redact = self.connection.redactor
         if redact:
@@ -291,3 +290,99 @@ async def adapt_tools(
         kept = old.get(tool.name)
         tools[name] = kept if kept is not None and kept.same_definition(adapter) else adapter
     return tools
+
+
+class ToolList:
+    """A server's tools as adapters, kept up to date: the connection's ``tools``.
+
+    Listed (every page) at each connection; listed again when the server says
+    the list changed: ``notifications/tools/list_changed``, or on 2026-07-28
+    connections an update of a ``subscriptions/listen`` stream. Each time the
+    list changed, ``on_tools_changed`` of the connection's options is called.
+    A tool that did not change keeps its adapter object.
+    """
+
+    def __init__(self, connection: ToolHost) -> None:
+        self._connection = connection
+        self._tools: dict[str, McpToolAdapter] = {}
+        self._refresh = trio.Event()  # the server's tool list changed
+
+    @property
+    def tools(self) -> tuple[McpToolAdapter, ...]:
+        """The tools in the server's order."""
+        return tuple(self._tools.values())
+
+    def offers(self, adapter: McpToolAdapter) -> bool:
+        """Whether ``adapter`` is still one of the server's tools."""
+        return self._tools.get(adapter.name) is adapter
+
+    def refresh(self) -> None:
+        """The server said its tool list changed: list it again (:meth:`watch` does)."""
+        self._refresh.set()
+
+    async def load(self, client: Client) -> bool:
+        """List every page of the server's tools; whether ``tools`` changed."""
+        listed = await all_pages(lambda cursor: client.list_tools(cursor=cursor), "tools")
+        return await self.update(listed)
+
+    async def update(self, listed: Sequence[mcp_types.Tool]) -> bool:
+        """The tools are ``listed`` from now on; whether ``tools`` changed."""
+        connection = self._connection
+        tools = await adapt_tools(connection, listed, connection.prefix, self._tools)
+        changed = list(tools.values()) != list(self._tools.values())  # by identity (eq=False)
+        self._tools = tools
+        return changed
+
+    async def changed(self) -> None:
+        """Call ``on_tools_changed``; its failure is logged, it does not end the connection."""
+        connection = self._connection
+        hook = connection.config.on_tools_changed
+        if hook is None:
+            return
+        try:
+            await call_hook(hook, connection)
+        except Exception:
+            log.exception("MCP server %r: on_tools_changed failed", connection.name)
+
+    async def watch(self, client: Client) -> None:
+        """For one connection: list the tools again each time the server says they changed."""
+        while True:
+            await self._refresh.wait()
+            self._refresh = trio.Event()
+            try:
+                changed = await self.load(client)
+            except Exception as error:
+                log.warning(
+                    "MCP server %r: cannot list its tools again: %s",
+                    self._connection.name,
+                    self._connection.redactor.text(str(error)),
+                )
+                continue
+            if changed:
+                await self.changed()
+
+    async def listen(
+        self, client: Client, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
+    ) -> None:
+        """On 2026-07-28 connections, list changes come through a subscription.
+
+        Reports ``started`` once subscribed, or once it is clear that it cannot
+        be. Older connections get ``notifications/tools/list_changed``, which
+        the connection's message handler hands to :meth:`refresh`.
+        """
+        subscribed = False
+        try:
+            async with client.listen(tools_list_changed=True) as subscription:
+                subscribed = True
+                task_status.started()
+                async for _event in subscription:
+                    self.refresh()
+        except Exception as error:  # older protocol, the server declined, or the stream broke
+            if log.isEnabledFor(logging.DEBUG):
+                log.debug(
+                    "MCP server %r: no list-changed subscription: %s",
+                    self._connection.name,
+                    self._connection.redactor.text(str(error)),
+                )
+        if not subscribed:
+            task_status.started()

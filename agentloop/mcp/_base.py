@@ -1,4 +1,4 @@
-"""The part of :mod:`agentloop.mcp` that does not need the MCP SDK: its error and limits.
+"""The part of :mod:`agentloop.mcp` that does not need the MCP SDK: its errors and limits.
 
 Importing the SDK takes a few hundred milliseconds (it loads its servers'
 transports too), so ``import agentloop.mcp`` leaves it until a connection or
@@ -7,19 +7,82 @@ an MCP tool needs it.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+
 from .._errors import AgentloopError
 from .._tool import ToolError
 
-__all__ = ["DEFAULT_MAX_RESULT_BYTES", "McpAuthError", "McpConnectionError", "McpRequestError"]
+if TYPE_CHECKING:
+    from .._secrets import Redactor
+    from ._config import McpConfig
+
+__all__ = [
+    "DEFAULT_MAX_RESULT_BYTES",
+    "McpAuthError",
+    "McpConnectionError",
+    "McpRequestError",
+    "ServerHost",
+    "all_pages",
+    "public",
+]
+
+_T = TypeVar("_T")
 
 #: Bytes of text (UTF-8) one result may put into the context.
 DEFAULT_MAX_RESULT_BYTES = 100_000
+#: The most pages of a listing read; a server that pages on past it is cut off.
+MAX_PAGES = 1000
 
 
+def public(value: _T) -> _T:
+    """Give a public class or function its public home, ``agentloop.mcp``, as trio and httpx do.
+
+    Tracebacks, ``repr`` and pickles then name ``agentloop.mcp.McpConnection``,
+    where users import it from, not the private module that defines it.
+    """
+    value.__module__ = "agentloop.mcp"
+    return value
+
+
+class ServerHost(Protocol):
+    """What a part made for a connection (a tool, a tool list) reads of it: an ``McpConnection``."""
+
+    name: str
+    prefix: str | None
+
+    @property
+    def config(self) -> McpConfig: ...
+
+    @property
+    def redactor(self) -> Redactor: ...
+
+
+async def all_pages(fetch: Callable[[str | None], Awaitable[Any]], field: str) -> list[Any]:
+    """Every page of a listing: ``fetch(cursor)`` from None on, each page's ``field`` in order.
+
+    Stops at a page without ``next_cursor``, at a cursor seen before (a server
+    that pages in a circle), or after :data:`MAX_PAGES` pages.
+    """
+    listed: list[Any] = []
+    cursor: str | None = None
+    seen: set[str] = set()
+    for _ in range(MAX_PAGES):
+        page = await fetch(cursor)
+        listed.extend(getattr(page, field))
+        cursor = page.next_cursor
+        if not cursor or cursor in seen:
+            break
+        seen.add(cursor)
+    return listed
+
+
+@public
 class McpConnectionError(AgentloopError, ConnectionError):
     """The MCP server could not be reached, or did not complete the handshake in time."""
 
 
+@public
 class McpAuthError(McpConnectionError):
     """OAuth with an MCP server failed: discovery, registration, consent, or a token request.
 
@@ -38,6 +101,7 @@ class McpAuthError(McpConnectionError):
         self.step = step
 
 
+@public
 class McpRequestError(ToolError):
     """An MCP request other than a tool call failed: refused, unanswered, or cut off.
 

@@ -1,173 +1,208 @@
-"""McpConnection: one MCP server, connected by a task of its own, and its tools.
+"""McpConnection: one MCP server, its tools, resources and prompts, and what it may ask.
 
-The connection's SDK client is entered and left by one task, the *owner*,
-started with ``nursery.start`` by :func:`open_mcp`; tool calls from any task
-use it (a call only sends a message and waits for the answer). When the
-connection is lost (the server died, an HTTP session expired), the owner
-closes what is left of it and, at the next call, connects again: a stdio
-server is started anew. Closing the connection stops the owner, which
-closes the SDK client: a stdio server's whole process group is ended,
-bounded and shielded, by the SDK.
+The connection is a face over parts of its own, each given only what it needs:
+the :class:`~._link.Link` (the task that keeps the live connection, and the
+exchanges over it), the :class:`~._adapter.ToolList` (the server's tools, kept up
+to date), :class:`~._resources.Resources` (resources, subscriptions and prompts,
+sent through the link's ``request``) and :class:`~._requests.ServerRequests`
+(what the server asks of the client). All of them read the connection's options,
+one :class:`~agentloop.mcp.McpConfig`, as they are at the time.
 """
 
 from __future__ import annotations
 
-import logging
-import math
 import os
-import warnings
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, Generic, TypeVar, overload
 
 import attrs
-import httpx2
 import mcp.types as mcp_types
 import trio
 from mcp import Client
-from mcp.shared.exceptions import MCPError
 
 from .._secrets import Redactor
-from .._tool import ToolContext, ToolError, format_duration
-from .._types import Usage
-from .._util import call_hook, leaves
-from ._adapter import McpToolAdapter, adapt_tools
-from ._base import McpAuthError, McpConnectionError
-from ._content import DEFAULT_MAX_RESULT_BYTES
-from ._http import http_transport, server_secrets
-from ._oauth import pausable_deadline
-from ._requests import ElicitationHandler, LogHandler, McpRoot, McpSampling, ServerRequests
-from ._resources import ResourcesMixin
+from .._tool import ToolContext, ToolError
+from .._types import Message, ToolResultContent, Usage
+from ._adapter import McpToolAdapter, ToolList
+from ._base import public
+from ._config import McpConfig, config_with
+from ._http import server_secrets
+from ._link import Link, ProgressSink
+from ._requests import McpRoot, ServerRequests
+from ._resource_tools import McpResourceTool, resource_tools_of
+from ._resource_values import McpPrompt, McpResource, McpResourceContents, McpResourceTemplate
+from ._resources import Resources
 from ._sampling import CallInFlight
-from ._servers import HttpServer, SseServer, StdioServer
-from ._stdio import StdioProcess, stdio_transport
+from ._servers import default_name
 
-__all__ = ["McpConnection", "McpConnectionError", "ProgressSink", "server_secrets"]
+__all__ = ["McpConnection"]
 
-log = logging.getLogger("agentloop.mcp")
-
-#: Receives a call's progress: (progress, total or None, message or None).
-ProgressSink = Callable[[float, float | None, str | None], Awaitable[None]]
-
-_MAX_PAGES = 1000
-_EXIT_NOTE_WAIT = 1.0  # seconds a failed call waits to learn how the server process ended
-# What a transport raises when the connection breaks under a call (besides MCPError).
-_TRANSPORT_ERRORS = (trio.BrokenResourceError, trio.ClosedResourceError, httpx2.TransportError)
+_T = TypeVar("_T")
 
 
-@attrs.define(eq=False)
-class _Attempt:
-    """One connection attempt: callers wait on ``done``; ``error`` says why it failed."""
+class _Option(Generic[_T]):
+    """An attribute of the connection that is a field of its ``config``.
 
-    done: trio.Event = attrs.field(factory=trio.Event)
-    error: str | None = None
+    Reading it reads the field; setting it gives the connection a config with
+    the field changed (checked as :class:`McpConfig` checks it).
+    """
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self._field = name
+
+    @overload
+    def __get__(self, connection: None, owner: type) -> _Option[_T]: ...
+
+    @overload
+    def __get__(self, connection: McpConnection, owner: type) -> _T: ...
+
+    def __get__(self, connection: McpConnection | None, owner: type) -> _Option[_T] | _T:
+        if connection is None:
+            return self
+        value: _T = getattr(connection.config, self._field)
+        return value
+
+    def __set__(self, connection: McpConnection, value: _T) -> None:
+        changed: dict[str, Any] = {self._field: value}
+        connection._config = attrs.evolve(connection.config, **changed)
 
 
-def _describe(error: BaseException) -> str:
-    if isinstance(error, MCPError):
-        return error.message
-    if isinstance(error, BaseExceptionGroup):
-        found = list(leaves(error))
-        if len(found) == 1:
-            return _describe(found[0])
-    text = str(error)
-    return f"{type(error).__name__}: {text}" if text else type(error).__name__
-
-
-class McpConnection(ResourcesMixin):
+@public
+class McpConnection:
     """A connection to one MCP server and the tools it offers.
 
     Made by :func:`~agentloop.mcp.open_mcp`, which owns it; use it while that
     ``async with`` block lasts. ``tools`` are :class:`McpToolAdapter` objects,
     kept up to date when the server says its list changed.
 
+    ``McpConnection(server, config, name=...)`` takes what ``open_mcp`` takes
+    (``name`` defaults alike); the keyword arguments of before
+    :class:`McpConfig` still work, with a :class:`DeprecationWarning`.
+
     Attributes:
+        server: Where the server is, as given.
         name: The server's name (for messages and the default prefix).
-        prefix: Put before each tool name as ``PREFIX__tool``, or None.
-        call_timeout: Seconds a tool call may take (each adapter's ``timeout``).
-        connect_timeout: Seconds the connection and handshake may take.
-        protocol: ``"auto"`` (discover the server's protocol, else fall back
-            to the ``initialize`` handshake), ``"legacy"`` (the handshake
-            only), or a protocol version to speak.
-        max_result_bytes: Bytes of text one tool result may put into the
-            context (see :func:`~agentloop.mcp.open_mcp`).
+        config: The options (:class:`McpConfig`). Its fields
+            ``call_timeout``, ``connect_timeout``, ``protocol``,
+            ``max_result_bytes``, ``destructive_exclusive``, ``log_level``,
+            ``on_tools_changed`` and ``on_resource_updated`` are attributes
+            of the connection too; setting one gives the connection a config
+            with it changed (checked as :class:`McpConfig` checks it).
+        prefix: Put before each tool name as ``PREFIX__tool``, or None: the
+            config's ``prefix``, with ``True`` made the server's name.
         redactor: Keeps the credentials sent to the server (headers, URL
             password, secret ``env`` values) out of results and errors.
-        destructive_exclusive: Whether a call of a tool the server hints is
-            destructive claims the server (see
-            :meth:`~agentloop.mcp.McpToolAdapter.resources`).
+
+    Raises:
+        TypeError: ``config`` is not an :class:`McpConfig`.
+        ValueError: an option is out of range (see :class:`McpConfig`).
     """
+
+    # The fields of ``config`` that were the connection's attributes before McpConfig.
+    call_timeout = _Option[float | None]()
+    """``config.call_timeout``: seconds a tool call or a request may take."""
+    connect_timeout = _Option[float]()
+    """``config.connect_timeout``: seconds connecting and the handshake may take."""
+    protocol = _Option[str]()
+    """``config.protocol``: ``"auto"``, ``"legacy"`` or a protocol version."""
+    max_result_bytes = _Option[int]()
+    """``config.max_result_bytes``: bytes of text one result may put into the context."""
+    destructive_exclusive = _Option[bool]()
+    """``config.destructive_exclusive``: whether destructive calls claim the server."""
+    log_level = _Option[str | None]()
+    """``config.log_level``: the least severe level the server should send."""
+    on_tools_changed = _Option[Callable[["McpConnection"], Any] | None]()
+    """``config.on_tools_changed``: called with the connection when its tools changed."""
+    on_resource_updated = _Option[Callable[[str], Any] | None]()
+    """``config.on_resource_updated``: called with the URI of a subscribed resource
+    that changed."""
 
     def __init__(
         self,
         server: Any,
+        config: McpConfig | None = None,
         *,
-        name: str,
-        prefix: str | None,
-        call_timeout: float | None,
-        connect_timeout: float,
-        on_tools_changed: Callable[[McpConnection], Any] | None = None,
-        protocol: str = "auto",
-        max_result_bytes: int = DEFAULT_MAX_RESULT_BYTES,
-        destructive_exclusive: bool = True,
-        elicitation: ElicitationHandler | None = None,
-        sampling: McpSampling | None = None,
-        roots: Sequence[McpRoot | str | os.PathLike[str]] | None = None,
-        on_log: LogHandler | None = None,
-        log_level: str | None = None,
+        name: str | None = None,
+        **options: Any,
     ) -> None:
-        self.max_result_bytes = max_result_bytes
-        self.destructive_exclusive = destructive_exclusive
+        self._config = config_with(config, options, "McpConnection")
         self.server = server
+        self.name = name or default_name(server)
+        prefix = self._config.prefix
+        self.prefix: str | None = (
+            self.name if prefix is True else prefix if isinstance(prefix, str) else None
+        )
         #: Keeps the credentials this connection sends out of what it reports.
         self.redactor = Redactor(server_secrets(server))
-        self._requests = ServerRequests(
-            name,
+        self._requests = ServerRequests(self.name, self.redactor, self._options)
+        self._resources = Resources(self.name, self.redactor, self._request, self._options)
+        self._tool_list = ToolList(self)
+        self._link = Link(
+            server,
+            self.name,
             self.redactor,
-            elicitation=elicitation,
-            sampling=sampling,
-            roots=roots,
-            on_log=on_log,
-            log_level=log_level,
+            self._options,
+            self._requests,
+            self._tool_list,
+            self._resources,
         )
-        self.log_level = log_level
-        self.protocol = protocol
-        self.name = name
-        self.prefix = prefix
-        self.call_timeout = call_timeout
-        self.connect_timeout = connect_timeout
-        self.on_tools_changed = on_tools_changed
-        self._tools: dict[str, McpToolAdapter] = {}
-        self._client: Client | None = None
-        self._process: StdioProcess | None = None  # the stdio server's process, if any
-        self._expired = False  # the HTTP server forgot the session
-        self._attempt = _Attempt()
-        self._lost = trio.Event()  # the current connection is lost
-        self._wanted = trio.Event()  # a call wants a connection
-        self._closing = trio.Event()
-        self._refresh = trio.Event()  # the server's tool list changed
-        self.server_info: mcp_types.Implementation | None = None
-        self.instructions: str | None = None
-        self.protocol_version: str | None = None
-        self.connections = 0  # how many times it connected (reconnects are > 1)
+
+    @property
+    def config(self) -> McpConfig:
+        """The connection's options (see :class:`McpConfig`)."""
+        return self._config
+
+    def _options(self) -> McpConfig:
+        return self._config
+
+    async def _request(
+        self, method: str, target: str | None, send: Callable[[Client], Awaitable[_T]]
+    ) -> _T:
+        # The resources' Requester: the link's request (the link is made after them).
+        return await self._link.request(method, target, send)
 
     def __repr__(self) -> str:
-        state = "connected" if self._client is not None else "disconnected"
-        return f"<McpConnection {self.name!r} {state} tools={len(self._tools)}>"
+        state = "connected" if self._link.connected else "disconnected"
+        return f"<McpConnection {self.name!r} {state} tools={len(self.tools)}>"
 
     @property
     def pid(self) -> int | None:
         """The pid of the stdio server process last started, or None."""
-        return None if self._process is None else self._process.pid
+        return self._link.pid
+
+    @property
+    def server_info(self) -> mcp_types.Implementation | None:
+        """The server's name and version, as it said at the last connection."""
+        return self._link.server_info
+
+    @property
+    def instructions(self) -> str | None:
+        """The server's instructions, as it said at the last connection."""
+        return self._link.instructions
+
+    @property
+    def protocol_version(self) -> str | None:
+        """The protocol version spoken at the last connection."""
+        return self._link.protocol_version
+
+    @property
+    def connections(self) -> int:
+        """How many times it connected (more than 1 after a reconnection)."""
+        return self._link.connections
 
     @property
     def tools(self) -> tuple[McpToolAdapter, ...]:
         """The server's tools as agentloop tools, in the server's order."""
-        return tuple(self._tools.values())
+        return self._tool_list.tools
+
+    def offers(self, adapter: McpToolAdapter) -> bool:
+        """Whether ``adapter`` is still one of this server's tools."""
+        return self._tool_list.offers(adapter)
 
     @property
     def roots(self) -> tuple[McpRoot, ...] | None:
         """The roots the server is given, or None if the client offers none."""
-        return self._requests.roots
+        return self._config.roots
 
     @property
     def sampling_usage(self) -> Usage:
@@ -177,66 +212,138 @@ class McpConnection(ResourcesMixin):
     async def set_roots(self, roots: Sequence[McpRoot | str | os.PathLike[str]]) -> None:
         """Give the server these roots from now on, and tell it they changed.
 
-        Only for a connection opened with ``roots=`` (the capability is declared
-        in the handshake). The server is sent ``notifications/roots/list_changed``
+        Only for a connection opened with ``McpConfig(roots=...)`` (the capability
+        is declared in the handshake). The server is sent ``notifications/roots/list_changed``
         if connected (it asks for the list again); else it gets the new list when
         it next asks.
 
         Raises:
             RuntimeError: the connection was opened without ``roots``.
         """
-        if self._requests.roots is None:
+        if self._config.roots is None:
             raise RuntimeError(
                 f"MCP server '{self.name}' was connected without roots; "
-                "pass roots=[...] to open_mcp to offer them"
+                "pass McpConfig(roots=[...]) to open_mcp to offer them"
             )
-        self._requests.roots = tuple(McpRoot.of(root) for root in roots)
-        client = self._client
-        if client is None or self._lost.is_set():
-            await trio.lowlevel.checkpoint()
-            return
-        try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")  # deprecated in 2026-07-28, current before it
-                await client.send_roots_list_changed()
-        except (MCPError, *_TRANSPORT_ERRORS) as error:
-            log.warning(
-                "MCP server %r: cannot tell it the roots changed: %s",
-                self.name,
-                self.redactor.text(_describe(error)),
-            )
+        self._config = attrs.evolve(self._config, roots=roots)
+        await self._link.roots_changed()
+
+    # ----------------------------------------------------------------- resources and prompts
+    # Each connects again first if the connection was lost, waits at most
+    # ``call_timeout`` for each request, and raises McpRequestError when the server
+    # refuses it, does not answer in time, is unreachable, or closes the connection.
+
+    async def list_resources(self) -> list[McpResource]:
+        """The server's resources, every page, in the server's order.
+
+        Raises:
+            McpRequestError: the server refused, is unreachable, or timed out.
+        """
+        return await self._resources.list_resources()
+
+    async def list_resource_templates(self) -> list[McpResourceTemplate]:
+        """The server's resource templates, every page, in the server's order.
+
+        Raises:
+            McpRequestError: as for :meth:`list_resources`.
+        """
+        return await self._resources.list_resource_templates()
+
+    async def read_resource_contents(self, uri: str) -> list[McpResourceContents]:
+        """The resource at ``uri`` as the server sent it: text, or bytes, per part.
+
+        Nothing is capped; text is redacted. Use :meth:`read_resource` for
+        content blocks to give a model.
+
+        Raises:
+            McpRequestError: the server refused (an unknown URI), is
+                unreachable, or timed out.
+        """
+        return await self._resources.read_resource_contents(uri)
+
+    async def read_resource(self, uri: str) -> list[ToolResultContent]:
+        """The resource at ``uri`` as content blocks, for a model.
+
+        Text is a :class:`~agentloop.TextContent`; a PNG, JPEG, GIF or WebP
+        image an :class:`~agentloop.ImageContent`; other binary data a line
+        ``[resource URI: MIME, SIZE]`` (binary data of a text type, valid
+        UTF-8, is its text). Capped like a tool result (``max_result_bytes``
+        of text; images up to 5 MiB) and redacted. The blocks can go into a
+        prompt: ``agent.prompt(UserMessage([TextContent("..."), *blocks]))``.
+
+        Raises:
+            McpRequestError: as for :meth:`read_resource_contents`.
+        """
+        return await self._resources.read_resource(uri)
+
+    async def subscribe(self, uri: str) -> None:
+        """Ask the server to say when the resource at ``uri`` changes.
+
+        Each ``notifications/resources/updated`` then calls
+        ``on_resource_updated(uri)``. The subscription is renewed when the
+        connection is (after a lost connection or a restarted server).
+
+        Raises:
+            McpRequestError: the server does not support subscriptions, or
+                refused, is unreachable, or timed out.
+        """
+        await self._resources.change_subscription(uri, subscribe=True)
+
+    async def unsubscribe(self, uri: str) -> None:
+        """Stop the updates of :meth:`subscribe` for ``uri``.
+
+        Raises:
+            McpRequestError: as for :meth:`subscribe`.
+        """
+        await self._resources.change_subscription(uri, subscribe=False)
+
+    @property
+    def subscriptions(self) -> tuple[str, ...]:
+        """The URIs subscribed to, in order."""
+        return self._resources.subscriptions
+
+    async def list_prompts(self) -> list[McpPrompt]:
+        """The server's prompts, every page, in the server's order.
+
+        Raises:
+            McpRequestError: as for :meth:`list_resources`.
+        """
+        return await self._resources.list_prompts()
+
+    async def get_prompt(
+        self, name: str, arguments: Mapping[str, str] | None = None
+    ) -> list[Message]:
+        """The prompt ``name`` rendered with ``arguments``, as messages.
+
+        Each of the server's messages becomes a :class:`~agentloop.UserMessage`
+        or :class:`~agentloop.AssistantMessage` (``StopReason.STOP``). Content
+        maps as in tool results; an embedded resource becomes
+        ``[resource URI]`` and its text (or a line describing binary data); an
+        image in an assistant message becomes a line describing it. Each
+        message is capped and redacted like a tool result.
+
+        Raises:
+            McpRequestError: the server refused (an unknown prompt, a missing
+                argument), is unreachable, or timed out.
+        """
+        return await self._resources.get_prompt(name, arguments)
+
+    async def resource_tools(self) -> list[McpResourceTool]:
+        """Two tools that let the model browse the server's resources, if it has any.
+
+        ``PREFIX__list_resources`` (no arguments) lists the resources and
+        templates: URI, MIME type, name, description.
+        ``PREFIX__read_resource`` (``uri``) reads one (see
+        :meth:`read_resource`). ``PREFIX`` is the connection's prefix, else
+        its name. Empty if the server does not declare the resources
+        capability.
+
+        Raises:
+            McpRequestError: the server is unreachable.
+        """
+        return resource_tools_of(self) if await self._resources.offered() else []
 
     # ----------------------------------------------------------------- the owner task
-
-    def _new_client(self) -> Client:
-        server = self.server
-        if isinstance(server, StdioServer):
-            self._process = StdioProcess(self.name, self.redactor)
-            target: Any = stdio_transport(server, self._process)
-        elif isinstance(server, HttpServer | SseServer):
-            target = http_transport(server, self.call_timeout, self._session_expired, self.redactor)
-        else:
-            target = server  # an SDK server object, served in-process
-        return Client(
-            target,
-            message_handler=self._on_message,
-            client_info=mcp_types.Implementation(name="agentloop", version=_version()),
-            cache=None,
-            mode=self.protocol,
-            log_level=self.log_level,  # type: ignore[arg-type]  # checked by open_mcp
-            **self._requests.client_options(),
-        )
-
-    async def _on_message(self, message: Any) -> None:
-        if isinstance(message, mcp_types.ToolListChangedNotification):
-            self._refresh.set()
-        elif isinstance(message, mcp_types.ResourceUpdatedNotification):
-            self._resource_updated(str(message.params.uri))
-        elif isinstance(message, Exception) and log.isEnabledFor(logging.DEBUG):
-            log.debug(
-                "MCP server %r: transport error: %s", self.name, self.redactor.text(str(message))
-            )
-        await trio.lowlevel.checkpoint()
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """Connect, stay connected, reconnect on demand; return once closed.
@@ -244,243 +351,13 @@ class McpConnection(ResourcesMixin):
         Reports ``started`` after the first connection; if that fails, raises
         :class:`McpConnectionError` instead.
         """
-        started = False
-        while True:
-            attempt = self._attempt
-            error: Exception | None = None
-            # The handshake's deadline lives on a scope around the whole connection
-            # (the client's own scopes nest inside it); it is lifted once connected.
-            # While a person authorizes in a browser (OAuth), the deadline is paused.
-            with (
-                trio.CancelScope(deadline=trio.current_time() + self.connect_timeout) as handshake,
-                pausable_deadline(handshake),
-            ):
-                try:
-                    async with self._new_client() as client, trio.open_nursery() as watchers:
-                        # Subscribe to list changes first, so that none is missed.
-                        await watchers.start(self._listen, client)
-                        await watchers.start(self._watch_resources, client)
-                        changed = await self._load_tools(client)
-                        await self._set_log_level(client)
-                        handshake.deadline = math.inf
-                        self._connected_to(client)
-                        self._log_connected()
-                        attempt.done.set()
-                        if not started:
-                            started = True
-                            task_status.started()
-                        elif changed:  # the server came back with other tools
-                            watchers.start_soon(self._tools_changed)
-                        watchers.start_soon(self._watch_list, client)
-                        await _first(self._closing.wait, self._lost.wait)
-                        self._client = None
-                        watchers.cancel_scope.cancel()
-                except Exception as raised:  # Cancelled and KeyboardInterrupt go on
-                    error = raised
-                finally:
-                    self._client = None
-            if handshake.cancelled_caught:
-                error = McpConnectionError(
-                    f"MCP server '{self.name}' did not complete the handshake within "
-                    f"{format_duration(self.connect_timeout)}"
-                )
-            if error is not None and not attempt.done.is_set():
-                message = self.redactor.text(self._connect_failure(error))
-                if not started:
-                    found = list(leaves(error))
-                    if len(found) == 1 and isinstance(found[0], McpAuthError):
-                        auth = found[0]
-                        raise McpAuthError(message, server=auth.server, step=auth.step) from auth
-                    raise McpConnectionError(message) from error
-                log.warning("%s", message)
-                attempt.error = message
-                attempt.done.set()
-            elif error is not None:
-                log.warning(
-                    "MCP server %r: the connection ended: %s",
-                    self.name,
-                    self.redactor.text(_describe(error)),
-                )
-            if self._closing.is_set():
-                return
-            if error is None:
-                self._log_lost()
-            self._attempt = _Attempt()
-            self._wanted = trio.Event()
-            await _first(self._closing.wait, self._wanted.wait)
-            if self._closing.is_set():
-                self._attempt.error = f"MCP server '{self.name}' is closed"
-                self._attempt.done.set()
-                return
-
-    def _connect_failure(self, error: Exception) -> str:
-        found = list(leaves(error))
-        if len(found) == 1 and isinstance(found[0], McpConnectionError):
-            return str(found[0])
-        spawned = self._process is None or self._process.pid is not None
-        if len(found) == 1 and isinstance(found[0], OSError) and not spawned:
-            return f"cannot start MCP server '{self.name}': {found[0]}"
-        message = f"cannot connect to MCP server '{self.name}': {_describe(error)}"
-        note = self._process.exit_note() if self._process is not None else ""
-        return f"{message} ({note})" if note else message
-
-    def _log_connected(self) -> None:
-        if self.connections == 1:
-            if log.isEnabledFor(logging.DEBUG):
-                log.debug(
-                    "MCP server %r: connected (protocol %s, %d tools)",
-                    self.name,
-                    self.protocol_version,
-                    len(self._tools),
-                )
-        elif self._process is not None:
-            log.info("MCP server %r: restarted (pid %s)", self.name, self._process.pid)
-        else:
-            log.info("MCP server %r: reconnected", self.name)
-
-    def _log_lost(self) -> None:
-        """The connection was lost without an error of its own (a call saw it break)."""
-        if self._expired:
-            log.info("MCP server %r: the HTTP session expired; starting a new one", self.name)
-        elif self._process is None:
-            log.warning(
-                "MCP server %r: the connection was lost; reconnecting at the next call", self.name
-            )
-        else:
-            status = self._process.status()
-            log.warning(
-                "MCP server %r: the connection was lost%s; restarting it at the next call",
-                self.name,
-                f" (the server process {status})" if status else "",
-            )
-
-    def _session_expired(self) -> None:
-        self._expired = True
-
-    def _connected_to(self, client: Client) -> None:
-        self._client = client
-        self._expired = False
-        self._lost = trio.Event()
-        self.server_info = client.server_info
-        self.instructions = client.instructions
-        self.protocol_version = client.protocol_version
-        self.connections += 1
+        await self._link.run(task_status=task_status)
 
     def close(self) -> None:
         """Ask the owner task to close the connection (it does, shielded and bounded)."""
-        self._closing.set()
-        self._attempt.error = self._attempt.error or f"MCP server '{self.name}' is closed"
-
-    async def _watch_list(self, client: Client) -> None:
-        while True:
-            await self._refresh.wait()
-            self._refresh = trio.Event()
-            try:
-                changed = await self._load_tools(client)
-            except Exception as error:
-                log.warning(
-                    "MCP server %r: cannot list its tools again: %s",
-                    self.name,
-                    self.redactor.text(str(error)),
-                )
-                continue
-            if changed:
-                await self._tools_changed()
-
-    async def _tools_changed(self) -> None:
-        """Call ``on_tools_changed``; its failure is logged, it does not end the connection."""
-        if self.on_tools_changed is None:
-            return
-        try:
-            await call_hook(self.on_tools_changed, self)
-        except Exception:
-            log.exception("MCP server %r: on_tools_changed failed", self.name)
-
-    async def _listen(
-        self, client: Client, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
-    ) -> None:
-        """On 2026-07-28 connections, list changes come through a subscription.
-
-        Reports ``started`` once subscribed, or once it is clear that it cannot be.
-        Older connections get ``notifications/tools/list_changed`` (``_on_message``).
-        """
-        subscribed = False
-        try:
-            async with client.listen(tools_list_changed=True) as subscription:
-                subscribed = True
-                task_status.started()
-                async for _event in subscription:
-                    self._refresh.set()
-        except Exception as error:  # older protocol, the server declined, or the stream broke
-            if log.isEnabledFor(logging.DEBUG):
-                log.debug(
-                    "MCP server %r: no list-changed subscription: %s",
-                    self.name,
-                    self.redactor.text(str(error)),
-                )
-        if not subscribed:
-            task_status.started()
-
-    async def _set_log_level(self, client: Client) -> None:
-        """On handshake-era connections, ask for ``log_level`` (``logging/setLevel``).
-
-        Newer connections carry the level on every request instead (the SDK's
-        ``log_level``). A server without the logging capability is not asked.
-        """
-        from mcp_types.version import MODERN_PROTOCOL_VERSIONS
-
-        level = self.log_level
-        if level is None or client.protocol_version in MODERN_PROTOCOL_VERSIONS:
-            return
-        if client.server_capabilities.logging is None:
-            return
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # deprecated in 2026-07-28, current before it
-            await client.session.set_logging_level(level)  # type: ignore[arg-type]
-
-    async def _load_tools(self, client: Client) -> bool:
-        """List every page of the server's tools; whether ``tools`` changed."""
-        listed: list[mcp_types.Tool] = []
-        cursor: str | None = None
-        seen: set[str] = set()
-        for _ in range(_MAX_PAGES):
-            page = await client.list_tools(cursor=cursor)
-            listed.extend(page.tools)
-            cursor = page.next_cursor
-            if not cursor or cursor in seen:
-                break
-            seen.add(cursor)
-        return await self._set_tools(listed)
-
-    async def _set_tools(self, listed: Sequence[mcp_types.Tool]) -> bool:
-        tools = await adapt_tools(self, listed, self.prefix, self._tools)
-        changed = list(tools.values()) != list(self._tools.values())  # by identity (eq=False)
-        self._tools = tools
-        return changed
-
-    def offers(self, adapter: McpToolAdapter) -> bool:
-        """Whether ``adapter`` is still one of this server's tools."""
-        return self._tools.get(adapter.name) is adapter
+        self._link.close()
 
     # ----------------------------------------------------------------- calls
-
-    async def _connected(self) -> Client:
-        """The live client, connecting again first if the connection was lost."""
-        while True:
-            if self._closing.is_set():
-                raise ToolError(f"MCP server '{self.name}' is closed")
-            client = self._client
-            if client is not None and not self._lost.is_set():
-                return client
-            attempt = self._attempt
-            self._wanted.set()
-            await attempt.done.wait()
-            if attempt.error is not None and self._client is None:
-                raise ToolError(f"MCP server '{self.name}' is not available: {attempt.error}")
-
-    def _lose(self, client: Client) -> None:
-        if self._client is client:
-            self._lost.set()
 
     async def call_tool(
         self,
@@ -506,80 +383,14 @@ class McpConnection(ResourcesMixin):
         """
         self._requests.limit_reached = None  # a new call: what ended the last one is past
         if context is None:
-            return await self._call_tool(tool, arguments, progress)
+            return await self._link.call_tool(tool, arguments, progress)
         call = CallInFlight(context)
         calls = self._requests.calls
         calls.append(call)
         try:
             with call.scope:
-                return await self._call_tool(tool, arguments, progress)
+                return await self._link.call_tool(tool, arguments, progress)
         finally:
             calls.remove(call)
         assert call.ended is not None  # only CallInFlight.end cancels its scope
         raise ToolError(self.redactor.text(call.ended))
-
-    async def _call_tool(
-        self, tool: str, arguments: Mapping[str, Any], progress: ProgressSink | None
-    ) -> mcp_types.CallToolResult:
-        renewed = elicited = False
-        while True:
-            client = await self._connected()
-            try:
-                return await client.call_tool(
-                    tool,
-                    dict(arguments),
-                    progress_callback=progress,  # type: ignore[arg-type]  # same signature
-                )
-            except MCPError as error:
-                if error.code == mcp_types.CONNECTION_CLOSED:
-                    self._lose(client)
-                    raise ToolError(self.redactor.text(await self._closed_during(tool))) from error
-                if self._expired and client is self._client:
-                    self._lose(client)  # the HTTP session expired: the call never ran
-                    if not renewed:
-                        renewed = True
-                        continue
-                if (
-                    error.code == mcp_types.URL_ELICITATION_REQUIRED
-                    and not elicited
-                    and await self._requests.complete_url_elicitations(error.data)
-                ):
-                    elicited = True  # the user went through the server's pages: once more
-                    continue
-                raise ToolError(
-                    self.redactor.text(
-                        f"MCP server '{self.name}' refused the call to '{tool}': {error.message}"
-                    )
-                ) from error
-            except _TRANSPORT_ERRORS as error:
-                self._lose(client)
-                message = await self._closed_during(tool, _describe(error))
-                raise ToolError(self.redactor.text(message)) from error
-
-    async def _closed_during(self, tool: str, cause: str = "") -> str:
-        message = f"MCP server '{self.name}' closed the connection during the call to '{tool}'"
-        if cause:
-            message += f": {cause}"
-        if self._process is not None:
-            note = await self._process.wait_exit(_EXIT_NOTE_WAIT)
-            if note:
-                message += f" ({note})"
-        return message
-
-
-async def _first(*waits: Callable[[], Awaitable[object]]) -> None:
-    """Return when the first of ``waits`` returns."""
-    async with trio.open_nursery() as nursery:
-
-        async def run(wait: Callable[[], Awaitable[object]]) -> None:
-            await wait()
-            nursery.cancel_scope.cancel()
-
-        for wait in waits:
-            nursery.start_soon(run, wait)
-
-
-def _version() -> str:
-    from .. import __version__
-
-    return __version__

@@ -12,12 +12,19 @@ import mcp.types as mcp_types
 from .._types import ImageContent, TextContent, ToolResultContent
 from ._base import DEFAULT_MAX_RESULT_BYTES
 
-__all__ = ["DEFAULT_MAX_IMAGE_BYTES", "DEFAULT_MAX_RESULT_BYTES", "convert_result"]
+__all__ = [
+    "DEFAULT_MAX_IMAGE_BYTES",
+    "IMAGE_TYPES",
+    "cap",
+    "content_block",
+    "convert_result",
+    "describe_size",
+]
 
 #: Bytes (decoded) one image may have; larger ones are described instead.
 DEFAULT_MAX_IMAGE_BYTES = 5 * 1024 * 1024
 
-_IMAGE_TYPES = ("image/png", "image/jpeg", "image/gif", "image/webp")
+IMAGE_TYPES = ("image/png", "image/jpeg", "image/gif", "image/webp")
 
 
 def _size(data: str) -> int:
@@ -28,7 +35,7 @@ def _size(data: str) -> int:
         return len(data) * 3 // 4
 
 
-def _describe_size(size: int) -> str:
+def describe_size(size: int) -> str:
     if size < 1024:
         return "1 byte" if size == 1 else f"{size} bytes"
     kib = size / 1024
@@ -37,7 +44,7 @@ def _describe_size(size: int) -> str:
     return f"{kib / 1024:.1f} MiB"
 
 
-def _block(block: Any, extras: list[dict[str, Any]]) -> ToolResultContent:
+def content_block(block: Any, extras: list[dict[str, Any]]) -> ToolResultContent:
     """One MCP content block as agentloop content; what text cannot hold goes to ``extras``."""
     if isinstance(block, mcp_types.TextContent):
         return TextContent(block.text)
@@ -45,7 +52,7 @@ def _block(block: Any, extras: list[dict[str, Any]]) -> ToolResultContent:
         return ImageContent(block.data, block.mime_type)
     if isinstance(block, mcp_types.AudioContent):
         extras.append({"type": "audio", "mime_type": block.mime_type, "data": block.data})
-        return TextContent(f"[audio: {block.mime_type}, {_describe_size(_size(block.data))}]")
+        return TextContent(f"[audio: {block.mime_type}, {describe_size(_size(block.data))}]")
     if isinstance(block, mcp_types.ResourceLink):
         parts = [f"[resource link: {block.name} <{block.uri}>"]
         if block.mime_type:
@@ -59,13 +66,13 @@ def _block(block: Any, extras: list[dict[str, Any]]) -> ToolResultContent:
         if isinstance(resource, mcp_types.TextResourceContents):
             return TextContent(f"[resource {resource.uri}]\n{resource.text}")
         mime = resource.mime_type or "application/octet-stream"
-        if mime in _IMAGE_TYPES:
+        if mime in IMAGE_TYPES:
             return ImageContent(resource.blob, mime)
         extras.append(
             {"type": "resource", "uri": str(resource.uri), "mime_type": mime, "blob": resource.blob}
         )
         return TextContent(
-            f"[resource {resource.uri}: {mime}, {_describe_size(_size(resource.blob))}]"
+            f"[resource {resource.uri}: {mime}, {describe_size(_size(resource.blob))}]"
         )
     kind = getattr(block, "type", type(block).__name__)
     return TextContent(f"[unsupported content: {kind}]")
@@ -93,7 +100,7 @@ def convert_result(
     (``details["omitted"]``), never cut into invalid JSON.
     """
     extras: list[dict[str, Any]] = []
-    content = [_block(block, extras) for block in result.content]
+    content = [content_block(block, extras) for block in result.content]
     details: dict[str, Any] = {}
     omitted: dict[str, int] = {}
     structured = result.structured_content
@@ -114,7 +121,7 @@ def convert_result(
         kept_extras.append(extra)
     if kept_extras:
         details["content"] = kept_extras
-    capped = _cap(content, max_bytes, max_image_bytes)
+    capped = cap(content, max_bytes, max_image_bytes)
     if capped is not None:
         content, total = capped
         if total > max_bytes:
@@ -124,7 +131,7 @@ def convert_result(
     return tuple(content), details
 
 
-def _cap(
+def cap(
     content: list[ToolResultContent], max_bytes: int, max_image_bytes: int
 ) -> tuple[list[ToolResultContent], int] | None:
     """``content`` within the limits and the text's full size, or None if it was within."""
@@ -144,8 +151,8 @@ def _cap(
             size = _size(block.data)
             if size > max_image_bytes:
                 block = TextContent(
-                    f"[image: {block.mime_type}, {_describe_size(size)}, over the "
-                    f"{_describe_size(max_image_bytes)} limit: left out]"
+                    f"[image: {block.mime_type}, {describe_size(size)}, over the "
+                    f"{describe_size(max_image_bytes)} limit: left out]"
                 )
             else:
                 kept.append(block)
@@ -161,8 +168,8 @@ def _cap(
     if total > max_bytes:
         kept.append(
             TextContent(
-                f"[Result truncated: the server sent {_describe_size(total)} of text; "
-                f"the first {_describe_size(max_bytes)} are shown.]"
+                f"[Result truncated: the server sent {describe_size(total)} of text; "
+                f"the first {describe_size(max_bytes)} are shown.]"
             )
         )
     return kept, total

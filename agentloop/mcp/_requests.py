@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 from urllib.parse import quote, unquote, urlsplit
@@ -24,6 +24,7 @@ import trio
 
 from .._types import AssistantMessage, TextContent, Usage
 from .._util import call_hook
+from ._base import public
 from ._sampling import (
     SAMPLING_PERMISSION,
     CallInFlight,
@@ -32,17 +33,20 @@ from ._sampling import (
     message_text,
     sampling_request,
 )
-from ._sampling import McpSampling as McpSampling  # re-exported: _open's, the connection's
 
 if TYPE_CHECKING:
     import mcp_types
 
     from .._secrets import Redactor
+    from ._config import McpConfig
+    from ._sampling import McpSampling
 
 __all__ = [
+    "LOG_LEVELS",
     "Elicitation",
     "ElicitationAnswer",
     "ElicitationHandler",
+    "LogHandler",
     "McpLogMessage",
     "McpRoot",
     "ServerRequests",
@@ -71,6 +75,7 @@ _LEVELS = {
 # --------------------------------------------------------------------------- elicitation
 
 
+@public
 @attrs.frozen(kw_only=True)
 class Elicitation:
     """A server asks the user for input (``elicitation/create``).
@@ -95,6 +100,7 @@ class Elicitation:
     problems: tuple[str, ...] = ()
 
 
+@public
 @attrs.frozen
 class ElicitationAnswer:
     """The user's answer: ``accept`` (with the form's ``content``), ``decline`` or ``cancel``.
@@ -161,6 +167,7 @@ def form_problems(schema: Mapping[str, Any] | None, content: Mapping[str, Any]) 
 # --------------------------------------------------------------------------- roots and logs
 
 
+@public
 @attrs.frozen
 class McpRoot:
     """A directory (or file) the server may work in, given as a ``file://`` URI.
@@ -184,6 +191,7 @@ class McpRoot:
         return cls("file://" + quote(str(path)), path.name or None)
 
 
+@public
 @attrs.frozen(kw_only=True)
 class McpLogMessage:
     """A log message from a server (``notifications/message``).
@@ -220,27 +228,11 @@ class ServerRequests:
     usage and server logs go to the first.
     """
 
-    def __init__(
-        self,
-        name: str,
-        redactor: Redactor,
-        *,
-        elicitation: ElicitationHandler | None = None,
-        sampling: McpSampling | None = None,
-        roots: Sequence[McpRoot | str | os.PathLike[str]] | None = None,
-        on_log: LogHandler | None = None,
-        log_level: str | None = None,
-    ) -> None:
+    def __init__(self, name: str, redactor: Redactor, options: Callable[[], McpConfig]) -> None:
         self.name = name
-        #: Messages less severe than this are dropped, whatever the server sends.
-        self.least = 0 if log_level is None else LOG_LEVELS.index(log_level)
         self.redactor = redactor
-        self.elicitation = elicitation
-        self.sampling = sampling
-        self.roots: tuple[McpRoot, ...] | None = (
-            None if roots is None else tuple(McpRoot.of(root) for root in roots)
-        )
-        self.on_log = on_log
+        #: The connection's options as they are now (its ``config``).
+        self.options = options
         self.calls: list[CallInFlight] = []
         #: Tokens servers' sampling requests have cost on this connection.
         self.sampling_usage = Usage()
@@ -251,12 +243,13 @@ class ServerRequests:
 
     def client_options(self) -> dict[str, Any]:
         """The keyword arguments of ``mcp.Client`` for what is configured."""
+        config = self.options()
         options: dict[str, Any] = {"logging_callback": self.on_server_log}
-        if self.elicitation is not None:
+        if config.elicitation is not None:
             options["elicitation_callback"] = self.elicit
-        if self.sampling is not None:
+        if config.sampling is not None:
             options["sampling_callback"] = self.sample
-        if self.roots is not None:
+        if config.roots is not None:
             options["list_roots_callback"] = self.list_roots
         return options
 
@@ -265,7 +258,7 @@ class ServerRequests:
     async def elicit(self, context: Any, params: Any) -> Any:
         import mcp_types
 
-        handler = self.elicitation
+        handler = self.options().elicitation
         assert handler is not None
         if params.mode == "url":
             request = Elicitation(
@@ -327,7 +320,7 @@ class ServerRequests:
         from pydantic import ValidationError
 
         items = data.get("elicitations") if isinstance(data, Mapping) else None
-        if self.elicitation is None or not isinstance(items, list) or not items:
+        if self.options().elicitation is None or not isinstance(items, list) or not items:
             return False
         for item in items:
             try:
@@ -344,7 +337,7 @@ class ServerRequests:
     async def sample(self, context: Any, params: Any) -> Any:
         import mcp_types
 
-        sampling = self.sampling
+        sampling = self.options().sampling
         assert sampling is not None
         request = sampling_request(self.name, params, sampling)
         if isinstance(request, str):
@@ -446,15 +439,17 @@ class ServerRequests:
         return mcp_types.ListRootsResult(
             roots=[
                 mcp_types.Root.model_validate({"uri": root.uri, "name": root.name})
-                for root in self.roots or ()
+                for root in self.options().roots or ()
             ]
         )
 
     # -------------------------------------------------------------- logs
 
     async def on_server_log(self, params: mcp_types.LoggingMessageNotificationParams) -> None:
+        config = self.options()
         level_name = str(params.level)
-        if level_name in LOG_LEVELS and LOG_LEVELS.index(level_name) < self.least:
+        least = 0 if config.log_level is None else LOG_LEVELS.index(config.log_level)
+        if level_name in LOG_LEVELS and LOG_LEVELS.index(level_name) < least:
             await trio.lowlevel.checkpoint()
             return  # a server that ignores the level asked for
         message = McpLogMessage(
@@ -469,9 +464,9 @@ class ServerRequests:
             server_log.log(level, "MCP server %r: %s", where, message.text)
         if self.calls:
             await self.calls[0].context.progress(f"[{message.level}] {message.text}")
-        if self.on_log is not None:
+        if config.on_log is not None:
             try:
-                await call_hook(self.on_log, message)
+                await call_hook(config.on_log, message)
             except Exception:
                 log.exception("MCP server %r: on_log failed", self.name)
         else:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -13,27 +12,18 @@ from .._names import model_tool_name
 from .._schedule import Claim
 from .._tool import ToolContext, ToolResult
 from .._types import TextContent
-from ._base import McpRequestError
+from ._base import McpRequestError, ServerHost, public
 from ._resource_values import capped, resource_line, template_line
 
 if TYPE_CHECKING:
-    from .._secrets import Redactor
     from .._types import ToolResultContent
     from ._resource_values import McpResource, McpResourceTemplate
 
-__all__ = ["McpResourceTool", "ResourceHost", "resource_listing", "resource_tools_of"]
+__all__ = ["McpResourceTool", "resource_tools_of"]
 
 
-class ResourceHost(Protocol):
+class ResourceHost(ServerHost, Protocol):
     """What the tools need of their connection (an ``McpConnection``)."""
-
-    name: str
-    prefix: str | None
-    call_timeout: float | None
-    max_result_bytes: int
-
-    @property
-    def redactor(self) -> Redactor: ...
 
     async def list_resources(self) -> list[McpResource]: ...
 
@@ -100,11 +90,12 @@ def _uri_subject(params: Mapping[str, Any]) -> tuple[str, str]:
     return ("uri", str(params.get("uri", "")))
 
 
+@public
 @attrs.frozen(eq=False)
 class McpResourceTool:
     """``PREFIX__list_resources`` or ``PREFIX__read_resource``: a server's resources, for a model.
 
-    Made by :meth:`ResourceHost.resource_tools`. Read-only: a call may run
+    Made by :meth:`McpConnection.resource_tools`. Read-only: a call may run
     again after a crash (``replay_safe``), and claims the server's key
     ``"mcp:<name>"`` as read, so it runs beside the server's other read-only
     calls.
@@ -122,8 +113,7 @@ class McpResourceTool:
     @property
     def timeout(self) -> float | None:
         """Seconds a call may take: the connection's ``call_timeout``."""
-        timeout = self.connection.call_timeout
-        return None if timeout is None or math.isinf(timeout) else timeout
+        return self.connection.config.call_timeout
 
     @property
     def permission_subject(self) -> Callable[[Mapping[str, Any]], tuple[str, str]] | None:
@@ -148,7 +138,8 @@ class McpResourceTool:
         connection = self.connection
         if self.kind == "list":
             text = connection.redactor.text(await resource_listing(connection))
-            return ToolResult(tuple(capped([TextContent(text)], connection.max_result_bytes)))
+            limit = connection.config.max_result_bytes
+            return ToolResult(tuple(capped([TextContent(text)], limit)))
         content = await connection.read_resource(str(params["uri"]))
         if not content:
             content = [TextContent(f"The resource {params['uri']} is empty.")]

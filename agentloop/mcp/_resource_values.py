@@ -11,7 +11,8 @@ import attrs
 import mcp.types as mcp_types
 
 from .._types import AssistantContent, ImageContent, TextContent, ToolResultContent
-from ._content import _IMAGE_TYPES, DEFAULT_MAX_IMAGE_BYTES, _block, _cap, _describe_size
+from ._base import public
+from ._content import DEFAULT_MAX_IMAGE_BYTES, IMAGE_TYPES, cap, content_block, describe_size
 
 if TYPE_CHECKING:
     from .._secrets import Redactor
@@ -26,7 +27,6 @@ __all__ = [
     "assistant_block",
     "capped",
     "contents",
-    "decode",
     "prompt_block",
     "redacted",
     "resource_line",
@@ -39,12 +39,13 @@ _TEXT_TYPES = ("application/json", "application/xml", "application/javascript", 
 # --------------------------------------------------------------------------- values
 
 
+@public
 @attrs.frozen
 class McpResource:
     """A resource a server lists (``resources/list``).
 
     Attributes:
-        uri: Its URI, which :meth:`ResourcesMixin.read_resource` takes.
+        uri: Its URI, which :meth:`McpConnection.read_resource` takes.
         name: The server's name for it.
         title: A human-readable title, or None.
         description: What it is, or None.
@@ -60,6 +61,7 @@ class McpResource:
     size: int | None = None
 
 
+@public
 @attrs.frozen
 class McpResourceTemplate:
     """A family of resources whose URIs follow a template (``resources/templates/list``).
@@ -76,6 +78,7 @@ class McpResourceTemplate:
     mime_type: str | None = None
 
 
+@public
 @attrs.frozen
 class McpResourceContents:
     """One part of a resource as read, unconverted: its text or its bytes.
@@ -93,6 +96,7 @@ class McpResourceContents:
     data: bytes | None = attrs.field(default=None, repr=False)
 
 
+@public
 @attrs.frozen
 class McpPromptArgument:
     """An argument a prompt takes."""
@@ -106,12 +110,13 @@ def _arguments(value: Iterable[McpPromptArgument]) -> tuple[McpPromptArgument, .
     return tuple(value)
 
 
+@public
 @attrs.frozen
 class McpPrompt:
     """A prompt a server offers (``prompts/list``).
 
     Attributes:
-        name: The name :meth:`ResourcesMixin.get_prompt` takes.
+        name: The name :meth:`McpConnection.get_prompt` takes.
         title: A human-readable title, or None.
         description: What it is for, or None.
         arguments: The arguments it takes, in the server's order.
@@ -157,14 +162,14 @@ def as_content(part: McpResourceContents, *, header: bool) -> ToolResultContent:
         return TextContent(prefix + part.text)
     data = part.data or b""
     mime = part.mime_type or "application/octet-stream"
-    if mime in _IMAGE_TYPES:
+    if mime in IMAGE_TYPES:
         return ImageContent(base64.b64encode(data).decode("ascii"), mime)
     if is_text_type(mime):
         try:
             return TextContent(prefix + data.decode("utf-8"))
         except UnicodeDecodeError:
             pass
-    return TextContent(f"[resource {part.uri}: {mime}, {_describe_size(len(data))}]")
+    return TextContent(f"[resource {part.uri}: {mime}, {describe_size(len(data))}]")
 
 
 def redacted(block: ToolResultContent, redact: Redactor) -> ToolResultContent:
@@ -172,21 +177,21 @@ def redacted(block: ToolResultContent, redact: Redactor) -> ToolResultContent:
 
 
 def capped(content: list[ToolResultContent], max_bytes: int) -> list[ToolResultContent]:
-    capped = _cap(content, max_bytes, DEFAULT_MAX_IMAGE_BYTES)
-    return content if capped is None else capped[0]
+    within = cap(content, max_bytes, DEFAULT_MAX_IMAGE_BYTES)
+    return content if within is None else within[0]
 
 
 def prompt_block(block: Any, redact: Redactor) -> ToolResultContent:
     if isinstance(block, mcp_types.EmbeddedResource):
         part = contents(block.resource, redact)
         return as_content(part, header=True)
-    return redacted(_block(block, []), redact)
+    return redacted(content_block(block, []), redact)
 
 
 def assistant_block(block: ToolResultContent) -> AssistantContent:
     if isinstance(block, ImageContent):  # an assistant message holds no images
         size = len(decode(block.data))
-        return TextContent(f"[image: {block.mime_type}, {_describe_size(size)}]")
+        return TextContent(f"[image: {block.mime_type}, {describe_size(size)}]")
     return block
 
 
@@ -204,4 +209,4 @@ def template_line(template: McpResourceTemplate) -> str:
 
 
 def _size_text(size: int | None) -> str | None:
-    return None if size is None else _describe_size(size)
+    return None if size is None else describe_size(size)

@@ -23,13 +23,13 @@ from .._types import (
     TextContent,
     UserMessage,
 )
+from ._base import public
 
 if TYPE_CHECKING:
     from .._tool import ToolContext
     from ..providers import Provider
 
 __all__ = [
-    "SAMPLING_MAX_TOKENS",
     "SAMPLING_PERMISSION",
     "CallInFlight",
     "McpSampling",
@@ -47,6 +47,7 @@ _DEFAULT_SAMPLING_TOKENS = 1024
 SAMPLING_MAX_TOKENS = 4096
 
 
+@public
 @attrs.frozen(kw_only=True)
 class ModelPreferences:
     """A server's wishes for the model that answers it; advisory (MCP ``modelPreferences``).
@@ -61,6 +62,7 @@ class ModelPreferences:
     intelligence_priority: float | None = None
 
 
+@public
 @attrs.frozen(kw_only=True)
 class SamplingRequest:
     """A server asks the client's model for a reply (``sampling/createMessage``).
@@ -83,6 +85,7 @@ def _check_sampling_tokens(instance: Any, attribute: Any, value: int | None) -> 
     check_number(value, "max_tokens", at_least=1, integer=True, optional=True)
 
 
+@public
 @attrs.frozen(kw_only=True)
 class McpSampling:
     """Lets MCP servers ask a model of the application's choosing for replies.

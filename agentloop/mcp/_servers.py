@@ -18,16 +18,25 @@ import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeAlias
+from urllib.parse import urlsplit
 
 import attrs
 
 from .._secrets import redact_url
 from .._text import loads
+from ._base import public
 
 if TYPE_CHECKING:  # _oauth loads the MCP SDK: only a server that asks for OAuth needs it
     from ._oauth import OAuth
 
-__all__ = ["HttpServer", "McpServerSpec", "SseServer", "StdioServer", "load_mcp_config"]
+__all__ = [
+    "HttpServer",
+    "McpServerSpec",
+    "SseServer",
+    "StdioServer",
+    "default_name",
+    "load_mcp_config",
+]
 
 
 def _strings(value: Sequence[str]) -> tuple[str, ...]:
@@ -44,12 +53,6 @@ def _path(value: str | os.PathLike[str] | None) -> str | None:
     return None if value is None else os.fspath(value)
 
 
-def _url_repr(server: HttpServer | SseServer) -> str:
-    """``HttpServer(url='...')``, with ``oauth`` if set: never headers or auth."""
-    oauth = "" if server.oauth is None else f", oauth={server.oauth!r}"
-    return f"{type(server).__name__}(url={redact_url(server.url)!r}{oauth})"
-
-
 def _oauth(value: OAuth | bool | None) -> OAuth | None:
     """``True`` is ``OAuth()``; ``False`` and None are no OAuth."""
     if value is None or value is False:
@@ -63,6 +66,7 @@ def _oauth(value: OAuth | bool | None) -> OAuth | None:
     return value
 
 
+@public
 @attrs.frozen
 class StdioServer:
     """A server run as a subprocess, spoken to over its stdin and stdout.
@@ -79,7 +83,27 @@ class StdioServer:
 
 
 @attrs.frozen
-class HttpServer:
+class _UrlServer:
+    """A server at a URL: what :class:`HttpServer` and :class:`SseServer` share."""
+
+    url: str
+    headers: dict[str, str] | None = attrs.field(default=None, converter=_mapping, repr=False)
+    auth: Any = attrs.field(default=None, repr=False)
+    oauth: OAuth | None = attrs.field(default=None, converter=_oauth, kw_only=True)
+
+    def __attrs_post_init__(self) -> None:
+        if self.oauth is not None and self.auth is not None:
+            raise ValueError(f"give {type(self).__name__} either oauth or auth, not both")
+
+    def __repr__(self) -> str:
+        """``HttpServer(url='...')``, with ``oauth`` if set: never headers or auth."""
+        oauth = "" if self.oauth is None else f", oauth={self.oauth!r}"
+        return f"{type(self).__name__}(url={redact_url(self.url)!r}{oauth})"
+
+
+@public
+@attrs.frozen(repr=False)
+class HttpServer(_UrlServer):
     """A server at a streamable-HTTP endpoint (the current MCP transport).
 
     ``headers`` go with every request (an ``Authorization`` header, say); they
@@ -92,43 +116,30 @@ class HttpServer:
         ValueError: both ``oauth`` and ``auth`` are given.
     """
 
-    url: str
-    headers: dict[str, str] | None = attrs.field(default=None, converter=_mapping, repr=False)
-    auth: Any = attrs.field(default=None, repr=False)
-    oauth: OAuth | None = attrs.field(default=None, converter=_oauth, kw_only=True)
 
-    def __attrs_post_init__(self) -> None:
-        if self.oauth is not None and self.auth is not None:
-            raise ValueError("give HttpServer either oauth or auth, not both")
-
-    def __repr__(self) -> str:
-        return _url_repr(self)
-
-
-@attrs.frozen
-class SseServer:
+@public
+@attrs.frozen(repr=False)
+class SseServer(_UrlServer):
     """A server at a legacy HTTP+SSE endpoint (the transport before streamable HTTP).
 
     ``headers``, ``auth`` and ``oauth`` are as for :class:`HttpServer`.
     """
-
-    url: str
-    headers: dict[str, str] | None = attrs.field(default=None, converter=_mapping, repr=False)
-    auth: Any = attrs.field(default=None, repr=False)
-    oauth: OAuth | None = attrs.field(default=None, converter=_oauth, kw_only=True)
-
-    def __attrs_post_init__(self) -> None:
-        if self.oauth is not None and self.auth is not None:
-            raise ValueError("give SseServer either oauth or auth, not both")
-
-    def __repr__(self) -> str:
-        return _url_repr(self)
 
 
 #: Where a server is. An ``mcp`` SDK server object (``MCPServer`` or a low-level
 #: ``Server``) is also accepted by :func:`~agentloop.mcp.open_mcp`: it is served
 #: in-process, which is what tests want.
 McpServerSpec: TypeAlias = StdioServer | HttpServer | SseServer
+
+
+def default_name(server: Any) -> str:
+    """A server's name when none is given: the command's, the URL host's, or the SDK server's."""
+    if isinstance(server, StdioServer):
+        return Path(server.command).name
+    if isinstance(server, HttpServer | SseServer):
+        return urlsplit(server.url).hostname or redact_url(server.url)
+    return str(getattr(server, "name", None) or type(server).__name__)
+
 
 _VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
@@ -226,14 +237,12 @@ _OAUTH_TYPES: dict[str, tuple[type, ...]] = {
 
 def _oauth_entry(value: Any, environ: Mapping[str, str], where: str) -> OAuth | None:
     """An ``"oauth"`` entry: ``true``, ``false`` or an object of the keys above."""
-    if value is None or value is False:
-        return None
-    from ._oauth import OAuth
-
-    if value is True:
-        return OAuth()
+    if value is None or isinstance(value, bool):
+        return _oauth(value)
     if not isinstance(value, Mapping):
         raise ValueError(f"{where} must be true or an object, got {value!r}")
+    from ._oauth import OAuth
+
     fields: dict[str, Any] = {}
     for key, item in value.items():
         name = _OAUTH_KEYS.get(str(key))
@@ -262,6 +271,7 @@ def _oauth_entry(value: Any, environ: Mapping[str, str], where: str) -> OAuth | 
         raise ValueError(f"{where}: {error}") from None
 
 
+@public
 def load_mcp_config(
     config: Mapping[str, Any] | str | os.PathLike[str],
     *,

@@ -21,12 +21,12 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 from mcp.client.stdio import get_default_environment
 from mcp.shared.message import SessionMessage
 
-from .._process import REAP_BOUND, end_group, start
+from .._process import end_group, start
 from .._secrets import Redactor
 from .._tool import format_duration
 from ._servers import StdioServer
 
-__all__ = ["REAP_BOUND", "StdioProcess", "stdio_transport"]
+__all__ = ["StdioProcess", "stdio_transport"]
 
 log = logging.getLogger("agentloop.mcp")
 
@@ -84,7 +84,7 @@ async def stdio_transport(
 ]:
     """Run ``server``; yield the (read, write) message streams the SDK client takes.
 
-    On exit (shielded, bounded by about ``EXIT_GRACE + TERM_GRACE + REAP_BOUND``):
+    On exit (shielded, bounded by about ``EXIT_GRACE + TERM_GRACE`` and ``_process.REAP_BOUND``):
     stdin is closed, the server gets ``EXIT_GRACE`` seconds to exit, then its
     whole process group is ended. ``info`` learns the pid, the exit status and
     the last stderr lines.

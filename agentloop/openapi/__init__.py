@@ -22,3 +22,9 @@ from ._config import OperationFilter as OperationFilter
 from ._spec import OpenApiError as OpenApiError
 
 __all__ = ["Credential", "OpenApiConfig", "OpenApiError", "OpenApiToolAdapter", "OperationFilter"]
+
+# The public classes' home is this package, as in trio and httpx: tracebacks, reprs
+# and pickles name agentloop.openapi.OpenApiConfig, not the module that defines it.
+for _value in (OpenApiConfig, OpenApiError, OpenApiToolAdapter, OperationFilter):
+    _value.__module__ = __name__
+del _value

@@ -20,7 +20,7 @@ from ._spec import (
     shown,
 )
 
-__all__ = ["METHODS", "Builder"]
+__all__ = ["Builder"]
 
 METHODS = ("get", "put", "post", "delete", "options", "head", "patch", "trace")
 _MAX_DESCRIPTION = 1024  # OpenAI's limit for a function description

@@ -25,6 +25,7 @@ __all__ = [
     "parse_document",
     "pointer",
     "shown",
+    "url_base",
 ]
 
 

@@ -36,6 +36,7 @@ from agentloop.mcp import (
     Elicitation,
     ElicitationAnswer,
     HttpServer,
+    McpConfig,
     McpConnection,
     OAuth,
     open_mcp,
@@ -113,7 +114,7 @@ async def run(url: str, scenario: str, context: dict[str, Any]) -> None:
         elicitation = (
             accept_with_defaults if scenario == "elicitation-sep1034-client-defaults" else None
         )
-        async with open_mcp(server, elicitation=elicitation) as connection:
+        async with open_mcp(server, McpConfig(elicitation=elicitation)) as connection:
             print(f"tools: {[tool.tool_name for tool in connection.tools]}")
             if scenario == "initialize" or not connection.tools:
                 return

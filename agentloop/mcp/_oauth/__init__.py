@@ -30,15 +30,11 @@ and hold no secret.
 from __future__ import annotations
 
 from ._browser import authorize_in_browser, pausable_deadline
-from ._browser import free_port as _free_port
-from ._browser import person_waits as _person_waits
 from ._flow import oauth_auth
 from ._options import OAuth, default_token_store, oauth_secrets
 
 __all__ = [
     "OAuth",
-    "_free_port",
-    "_person_waits",
     "authorize_in_browser",
     "default_token_store",
     "oauth_auth",

@@ -16,7 +16,7 @@ import trio
 
 from ..._tool import format_duration
 from ..._visible import visible_line
-from .._base import McpAuthError
+from .._base import McpAuthError, public
 
 __all__ = [
     "REDIRECT_HOST",
@@ -46,6 +46,7 @@ _PAGE = (
 )
 
 
+@public
 async def authorize_in_browser(
     url: str, *, open_browser: bool = True, give_up_after: float = 300.0
 ) -> dict[str, str]:

@@ -52,7 +52,7 @@ from ._browser import REDIRECT_HOST, authorize_in_browser, free_port, person_wai
 from ._options import OAuth, TokenAuthMethod, store_dir
 from ._store import TokenFile
 
-__all__ = ["MAX_ANSWER_BYTES", "oauth_auth"]
+__all__ = ["oauth_auth"]
 
 log = logging.getLogger("agentloop.mcp")
 

@@ -11,11 +11,10 @@ import attrs
 from mcp.client.auth.utils import is_valid_client_metadata_url
 from mcp.shared.auth_utils import resource_url_from_server_url
 
+from .._base import public
 from ._store import TokenFile
 
 __all__ = [
-    "AuthorizeHook",
-    "Grant",
     "OAuth",
     "TokenAuthMethod",
     "default_token_store",
@@ -48,6 +47,7 @@ def _optional_path(value: str | os.PathLike[str] | None) -> str | None:
     return None if value is None else os.fspath(value)
 
 
+@public
 @attrs.frozen(kw_only=True)
 class OAuth:
     """How to authorize with an MCP server that asks for OAuth.
@@ -141,6 +141,7 @@ class OAuth:
             raise ValueError(f"authorize_timeout must be above 0, got {self.authorize_timeout}")
 
 
+@public
 def default_token_store() -> Path:
     """Where tokens are kept by default: ``$XDG_CONFIG_HOME/agentloop/mcp-oauth``.
 

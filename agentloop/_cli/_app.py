@@ -38,12 +38,11 @@ from .._instructions import project_instructions
 from .._loop import ExecutionLimits
 from .._permissions import PermissionRequest, Permissions
 from .._secrets import redact_urls
-from .._types import AssistantMessage, StopReason, UserMessage
+from .._types import AssistantMessage, StopReason, ToolOutcome, UserMessage
 from .._visible import visible, visible_line
 from .._words import plural
 from ..providers import RetryConfig
 from ..session import (
-    NOT_RUN_AGAIN,
     SessionLockedError,
     SessionRecorder,
     list_sessions,
@@ -402,7 +401,7 @@ class App:
             self.screen.line(f"agentloop: {warning}", "yellow")
         for result in recovered:
             what = "not run again (it may not be safe to repeat)"
-            if result.text != NOT_RUN_AGAIN:
+            if result.outcome is not ToolOutcome.NOT_RUN_AGAIN:
                 what = "run again"
             self.screen.line(
                 f"agentloop: {result.tool_name} was cut short by the stop; {what}.", "yellow"

@@ -88,15 +88,8 @@ from ._registry import ToolEntry, ToolRegistry, check_arguments, tool_traits
 from ._stream import PartialMessage
 
 __all__ = [
-    "ABORTED_TEXT",
     "DEADLINE_TEXT",
-    "ENDED_TEXT",
-    "NOT_RUN_TEXT",
-    "OUTPUT_ACCEPTED_TEXT",
-    "OUTPUT_GIVEN_TEXT",
-    "SKIPPED_TEXT",
     "TURN_DEADLINE_TEXT",
-    "VETOED_TEXT",
     "LoopCore",
     "check_output_name",
     "copy_arguments",
@@ -104,6 +97,8 @@ __all__ = [
     "user_messages",
 ]
 
+# What the model is told for a call the loop answers itself (its outcome says what
+# happened: the texts are for the model, never read back).
 SKIPPED_TEXT: Final = "Skipped due to queued user message."
 VETOED_TEXT: Final = "Tool execution skipped by before_tool_execution hook."
 ABORTED_TEXT: Final = "Cancelled: the run was aborted."

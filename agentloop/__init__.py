@@ -63,9 +63,21 @@ from ._events import TurnEnd as TurnEnd
 from ._events import TurnStart as TurnStart
 from ._instructions import ProjectInstructions as ProjectInstructions
 from ._instructions import project_instructions as project_instructions
+from ._loop import AfterCompactionHook as AfterCompactionHook
+from ._loop import AfterLoopHook as AfterLoopHook
+from ._loop import AfterToolHook as AfterToolHook
+from ._loop import AfterTurnHook as AfterTurnHook
+from ._loop import AfterUpdateHook as AfterUpdateHook
 from ._loop import AgentLoopConfig as AgentLoopConfig
+from ._loop import BeforeCompactionHook as BeforeCompactionHook
+from ._loop import BeforeLoopHook as BeforeLoopHook
+from ._loop import BeforeToolHook as BeforeToolHook
+from ._loop import BeforeTurnHook as BeforeTurnHook
+from ._loop import BeforeUpdateHook as BeforeUpdateHook
 from ._loop import ExecutionLimits as ExecutionLimits
+from ._loop import Hooks as Hooks
 from ._loop import MessageSource as MessageSource
+from ._loop import OnErrorHook as OnErrorHook
 from ._loop import Output as Output
 from ._loop import OutputError as OutputError
 from ._loop import agent_loop as agent_loop
@@ -94,6 +106,7 @@ from ._types import StopReason as StopReason
 from ._types import TextContent as TextContent
 from ._types import ThinkingContent as ThinkingContent
 from ._types import ToolCall as ToolCall
+from ._types import ToolOutcome as ToolOutcome
 from ._types import ToolResultMessage as ToolResultMessage
 from ._types import Usage as Usage
 from ._types import UserMessage as UserMessage
@@ -121,6 +134,11 @@ if not any(isinstance(handler, _logging.NullHandler) for handler in _logger.hand
 _log.install()
 
 __all__ = [
+    "AfterCompactionHook",
+    "AfterLoopHook",
+    "AfterToolHook",
+    "AfterTurnHook",
+    "AfterUpdateHook",
     "Agent",
     "AgentContext",
     "AgentEnd",
@@ -133,6 +151,11 @@ __all__ = [
     "Approver",
     "AssistantMessage",
     "Batched",
+    "BeforeCompactionHook",
+    "BeforeLoopHook",
+    "BeforeToolHook",
+    "BeforeTurnHook",
+    "BeforeUpdateHook",
     "Claim",
     "CompactionConfig",
     "CompactionEnded",
@@ -144,6 +167,7 @@ __all__ = [
     "ExecutionLimits",
     "ExecutionStrategy",
     "FunctionTool",
+    "Hooks",
     "ImageContent",
     "InrunEntry",
     "InvalidArgs",
@@ -154,6 +178,7 @@ __all__ = [
     "MessageStart",
     "MessageUpdate",
     "MessageView",
+    "OnErrorHook",
     "Output",
     "OutputError",
     "OutputUpdate",
@@ -193,6 +218,7 @@ __all__ = [
     "ToolExecutionStart",
     "ToolExecutionUpdate",
     "ToolNotFound",
+    "ToolOutcome",
     "ToolResult",
     "ToolResultMessage",
     "ToolTimeout",

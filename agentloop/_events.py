@@ -19,7 +19,15 @@ from typing import Any, TypeAlias
 import attrs
 
 from ._tool import ToolResult
-from ._types import AssistantMessage, Message, ToolResultMessage, Usage, now_ms
+from ._types import (
+    AssistantMessage,
+    Message,
+    ToolOutcome,
+    ToolResultMessage,
+    Usage,
+    now_ms,
+    outcome_field,
+)
 
 __all__ = [
     "AgentEnd",
@@ -291,13 +299,15 @@ class ToolExecutionUpdate(AgentEvent):
 
 @attrs.frozen(kw_only=True)
 class ToolExecutionEnd(AgentEvent):
-    """A tool call ended with ``result``; ``is_error`` says whether it failed."""
+    """A tool call ended with ``result``; ``is_error`` says whether it failed, and
+    ``outcome`` how (a :class:`~agentloop.ToolOutcome` in agreement with it)."""
 
     tool_call_id: str
     tool_name: str
     result: ToolResult
     is_error: bool
     child_loop_id: str | None = None
+    outcome: ToolOutcome = outcome_field()  # noqa: RUF009 - an attrs.field, with its checks
 
 
 @attrs.frozen(kw_only=True)

@@ -22,13 +22,15 @@ import heapq
 import math
 from collections.abc import Callable, Collection, Iterator, Mapping
 from contextvars import ContextVar
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
-import trio
 
 from ._check import number_field
 from ._words import plural
+
+if TYPE_CHECKING:  # trio loads with the driver: the loop core imports the values here
+    import trio
 
 __all__ = [
     "NO_CLAIM",
@@ -210,6 +212,8 @@ class Scheduler:
         assert ticket.claim.budget or not ticket.claim.trivial
         self._seq += 1
         ticket.seq = self._seq
+        import trio
+
         ticket.event = trio.Event()
         if self._gate is not None:
             ticket.state = "held"

@@ -11,10 +11,10 @@ from __future__ import annotations
 from typing import Any, Protocol
 
 from ._events import AgentStop
+from ._provider import ModelRequest, Provider
 from ._tool import ToolResult
 from ._trace_context import Response
-from ._types import AssistantMessage, ToolCall, ToolResultMessage, Usage
-from .providers import ModelRequest, Provider
+from ._types import AssistantMessage, ToolCall, ToolOutcome, ToolResultMessage, Usage
 
 __all__ = ["Telemetry", "current"]
 
@@ -44,7 +44,7 @@ class Telemetry(Protocol):
         self,
         handle: Any,
         result: ToolResult | None,
-        is_error: bool,
+        outcome: ToolOutcome,
         error: BaseException | None,
     ) -> None: ...
 

@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Iterable, Mapping
-from typing import Any, Protocol, TypeAlias, runtime_checkable
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeAlias, runtime_checkable
 
 import attrs
-import trio
 
 from ._errors import AgentloopError
 from ._schedule import Claim, claim_of
-from ._types import TextContent, ToolResultContent, Usage
+from ._types import TextContent, ToolOutcome, ToolResultContent, Usage
+
+if TYPE_CHECKING:  # trio loads with the driver: the loop core imports the values here
+    import trio
 
 __all__ = [
     "AgentTool",
@@ -109,6 +111,8 @@ class ToolContext:
     async def update(self, partial: ToolResult) -> None:
         """Report a partial result, if anyone listens. A checkpoint either way."""
         if self.on_update is None:
+            import trio
+
             await trio.lowlevel.checkpoint()
         else:
             await self.on_update(partial)
@@ -116,6 +120,8 @@ class ToolContext:
     async def progress(self, text: str) -> None:
         """Report a line of progress text, if anyone listens. A checkpoint either way."""
         if self.on_progress is None:
+            import trio
+
             await trio.lowlevel.checkpoint()
         else:
             await self.on_progress(text)
@@ -287,9 +293,14 @@ class ToolError(AgentloopError):
     :class:`ToolResult`: ``details`` (JSON-compatible) for the application, never
     sent to the model; ``child_loop_id`` for a tool whose child loop failed.
 
+    ``outcome`` is the :class:`~agentloop.ToolOutcome` of a call that raises
+    it: ``ERROR``, and for the subclasses below their own.
+
     >>> str(ToolError("disk full"))
     'disk full'
     """
+
+    outcome: ClassVar[ToolOutcome] = ToolOutcome.ERROR
 
     def __init__(
         self, message: str, *, details: Any = None, child_loop_id: str | None = None
@@ -306,12 +317,16 @@ class ToolError(AgentloopError):
 class InvalidArgs(ToolError):
     """The arguments are unusable. Shown as ``"Invalid arguments: <message>"``."""
 
+    outcome = ToolOutcome.INVALID_ARGUMENTS
+
     def __str__(self) -> str:
         return f"Invalid arguments: {self.message}"
 
 
 class ToolNotFound(ToolError):
     """The model called a tool that does not exist. Shown as ``"Tool not found: <name>"``."""
+
+    outcome = ToolOutcome.NOT_FOUND
 
     def __init__(self, name: str) -> None:
         super().__init__(name)
@@ -323,6 +338,8 @@ class ToolNotFound(ToolError):
 
 class ToolCancelled(ToolError):
     """The call was cancelled before it finished. Shown as ``"Cancelled"``."""
+
+    outcome = ToolOutcome.CANCELLED
 
     def __init__(self, message: str = "") -> None:
         super().__init__(message)
@@ -336,6 +353,8 @@ class ToolTimeout(ToolError):
 
     Shown as ``"Tool exceeded timeout of <duration>"``, for example ``"...of 50ms"``.
     """
+
+    outcome = ToolOutcome.TIMED_OUT
 
     def __init__(self, timeout: float) -> None:
         super().__init__(format_duration(timeout))

@@ -25,6 +25,7 @@ __all__ = [
     "ThinkingContent",
     "ToolCall",
     "ToolResultContent",
+    "ToolOutcome",
     "ToolResultMessage",
     "Usage",
     "UserContent",
@@ -253,11 +254,63 @@ class AssistantMessage:
         return "".join(block.text for block in self.content if isinstance(block, TextContent))
 
 
+class ToolOutcome(enum.Enum):
+    """How a tool call ended, as the loop knows it (never read back from the result's text).
+
+    It is on :class:`~agentloop.ToolExecutionEnd` and on the call's
+    :class:`ToolResultMessage` in the history. :attr:`is_error` is true for
+    every outcome but ``OK`` and ``OUTPUT_ACCEPTED``. A result recorded without
+    one (an older session file) reads as ``OK``, or ``ERROR`` if it is an error.
+    """
+
+    OK = "ok"  #: the tool ran and returned its result
+    ERROR = "error"  #: the tool raised (a ToolError or another exception) or returned no ToolResult
+    INVALID_ARGUMENTS = "invalid_arguments"  #: not run: the arguments fail the tool's schema
+    NOT_FOUND = "not_found"  #: not run: no tool has that name
+    DENIED = "denied"  #: not run: the permission check refused it
+    VETOED = "vetoed"  #: not run: ``before_tool_execution`` returned False
+    SKIPPED = "skipped"  #: not run: a steering message came first
+    TIMED_OUT = "timed_out"  #: it ran past its timeout and was cancelled
+    CANCELLED = "cancelled"  #: cancelled: an abort, a deadline, the run's end, or the tool itself
+    NOT_RUN = "not_run"  #: not run: the model's reply ended with an error
+    OUTPUT_ACCEPTED = "output_accepted"  #: the final-result call (structured output), accepted
+    OUTPUT_GIVEN = "output_given"  #: not run: the same reply gave the final result
+    NOT_RUN_AGAIN = "not_run_again"  #: session recovery: it had started and may not be repeated
+    INTERRUPTED = "interrupted"  #: a loaded session: the process stopped before it ended
+
+    @property
+    def is_error(self) -> bool:
+        """Whether a result with this outcome is an error result."""
+        return self not in _SUCCESSES
+
+
+_SUCCESSES = frozenset({ToolOutcome.OK, ToolOutcome.OUTPUT_ACCEPTED})
+
+
+def _outcome_of(holder: Any) -> ToolOutcome:
+    return ToolOutcome.ERROR if holder.is_error else ToolOutcome.OK
+
+
+def _agrees(holder: Any, attribute: attrs.Attribute[ToolOutcome], value: ToolOutcome) -> None:
+    if (value not in _SUCCESSES) != holder.is_error:
+        raise ValueError(f"outcome {value.value!r} contradicts is_error={holder.is_error}")
+
+
+def outcome_field() -> Any:
+    """The ``outcome`` field of a value that has ``is_error`` before it: a
+    :class:`ToolOutcome` that agrees with it, by default ``OK`` or ``ERROR``."""
+    return attrs.field(
+        kw_only=True, default=attrs.Factory(_outcome_of, takes_self=True), validator=_agrees
+    )
+
+
 @attrs.frozen
 class ToolResultMessage:
     """The answer to one :class:`ToolCall`, sent back to the model.
 
-    ``child_loop_id`` names the loop of a sub-agent that produced the result.
+    ``child_loop_id`` names the loop of a sub-agent that produced the result;
+    ``outcome`` (keyword only) says how the call ended, in agreement with
+    ``is_error``.
     """
 
     tool_call_id: str
@@ -266,6 +319,7 @@ class ToolResultMessage:
     is_error: bool = False
     timestamp: int = attrs.field(factory=now_ms)
     child_loop_id: str | None = None
+    outcome: ToolOutcome = outcome_field()  # noqa: RUF009 - an attrs.field, with its checks
 
     @property
     def text(self) -> str:

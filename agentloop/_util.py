@@ -6,9 +6,6 @@ import inspect
 from collections.abc import Callable, Iterator
 from typing import Any, NoReturn
 
-import sniffio
-import trio
-
 from ._errors import AgentloopError
 
 __all__ = [
@@ -40,12 +37,16 @@ def require_trio(what: str) -> None:
     ``what`` names the entry point in the message (``"Agent.run()"``). Costs one
     attribute lookup when trio is running.
     """
+    import trio
+
     try:
         trio.lowlevel.current_task()
     except RuntimeError:
         pass
     else:
         return
+    import sniffio
+
     try:
         library: str | None = sniffio.current_async_library()
     except sniffio.AsyncLibraryNotFoundError:
@@ -92,6 +93,8 @@ def single_leaf(error: BaseException, *, unwrap_hooks: bool = True) -> BaseExcep
     :class:`HookFailure` gives the hook's error, unless ``unwrap_hooks`` is false
     (for code between a hook and the loop's tool gate, which must see it wrapped).
     """
+    import trio
+
     found = list(leaves(error))
     for leaf in found:
         if isinstance(leaf, KeyboardInterrupt | SystemExit):

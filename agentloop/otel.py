@@ -43,16 +43,7 @@ from typing import Any
 
 from . import _telemetry
 from ._events import AgentStop, StopKind
-from ._loop import (
-    ABORTED_TEXT,
-    DEADLINE_TEXT,
-    ENDED_TEXT,
-    NOT_RUN_TEXT,
-    OUTPUT_GIVEN_TEXT,
-    SKIPPED_TEXT,
-    TURN_DEADLINE_TEXT,
-    VETOED_TEXT,
-)
+from ._provider import ModelRequest, Provider
 from ._tool import ToolResult
 from ._trace_context import Response
 from ._types import (
@@ -62,11 +53,11 @@ from ._types import (
     TextContent,
     ThinkingContent,
     ToolCall,
+    ToolOutcome,
     ToolResultMessage,
     Usage,
     UserMessage,
 )
-from .providers import ModelRequest, Provider
 
 __all__ = ["instrument", "is_instrumented", "uninstrument"]
 
@@ -82,16 +73,24 @@ _FAILED_STOPS = {
     StopKind.DEADLINE: "deadline",
     StopKind.OUTPUT_FAILED: "output_failed",
 }
-#: The outcome of a call answered without running, by the text the core gave it.
-NOT_RUN_OUTCOMES = {
-    VETOED_TEXT: "vetoed",
-    SKIPPED_TEXT: "skipped",
-    OUTPUT_GIVEN_TEXT: "skipped",
-    NOT_RUN_TEXT: "skipped",
-    ABORTED_TEXT: "cancelled",
-    ENDED_TEXT: "cancelled",
-    DEADLINE_TEXT: "cancelled",
-    TURN_DEADLINE_TEXT: "cancelled",
+#: A tool call's ``agentloop.tool.outcome`` (and ``error.type``, but for ``ok``), by its
+#: outcome: the attribute's values are ``ok``, ``error``, ``timeout``, ``cancelled``,
+#: ``vetoed`` and ``skipped``.
+_TRACED_OUTCOMES = {
+    ToolOutcome.OK: "ok",
+    ToolOutcome.OUTPUT_ACCEPTED: "ok",
+    ToolOutcome.ERROR: "error",
+    ToolOutcome.INVALID_ARGUMENTS: "error",
+    ToolOutcome.NOT_FOUND: "error",
+    ToolOutcome.DENIED: "error",
+    ToolOutcome.NOT_RUN_AGAIN: "error",
+    ToolOutcome.INTERRUPTED: "error",
+    ToolOutcome.TIMED_OUT: "timeout",
+    ToolOutcome.CANCELLED: "cancelled",
+    ToolOutcome.VETOED: "vetoed",
+    ToolOutcome.SKIPPED: "skipped",
+    ToolOutcome.NOT_RUN: "skipped",
+    ToolOutcome.OUTPUT_GIVEN: "skipped",
 }
 _FINISH = {
     "stop": "stop",
@@ -322,20 +321,20 @@ class _OtelTelemetry:
         self,
         handle: _Span,
         result: ToolResult | None,
-        is_error: bool,
+        outcome: ToolOutcome,
         error: BaseException | None,
     ) -> None:
         span = handle.span
         if result is None:
-            outcome = "cancelled" if _is_cancelled(error) else "error"
+            traced = "cancelled" if _is_cancelled(error) else "error"
             text = "" if error is None else str(error) or type(error).__name__
         else:
-            outcome = _outcome(result.text_content, is_error)
-            text = result.text_content[:500] if is_error else ""
+            traced = _TRACED_OUTCOMES[outcome]
+            text = result.text_content[:500] if outcome.is_error else ""
             if self.capture_content:
                 span.set_attribute("gen_ai.tool.call.result", result.text_content)
-        span.set_attribute("agentloop.tool.outcome", outcome)
-        self._close(handle, None if outcome == "ok" else outcome, text)
+        span.set_attribute("agentloop.tool.outcome", traced)
+        self._close(handle, None if traced == "ok" else traced, text)
 
     def tool_not_run(
         self, message: ToolResultMessage, call: ToolCall | None, known: bool = True
@@ -344,7 +343,7 @@ class _OtelTelemetry:
         name = message.tool_name if known or self.capture_content else None
         attributes = self._tool_attributes(name, message.tool_call_id)
         text = "".join(b.text for b in message.content if isinstance(b, TextContent))
-        outcome = NOT_RUN_OUTCOMES.get(text) or _outcome(text, message.is_error)
+        outcome = _TRACED_OUTCOMES[message.outcome]
         attributes["agentloop.tool.outcome"] = outcome
         if self.capture_content:
             if call is not None:
@@ -393,16 +392,6 @@ def _is_cancelled(error: BaseException | None) -> bool:
 
 def _error_type(error: BaseException) -> str:
     return "cancelled" if _is_cancelled(error) else type(error).__name__
-
-
-def _outcome(text: str, is_error: bool) -> str:
-    if not is_error:
-        return "ok"
-    if text.startswith("Tool exceeded timeout of "):
-        return "timeout"
-    if text.startswith("Cancelled"):
-        return "cancelled"
-    return "error"
 
 
 def _parts(content: Sequence[Any]) -> list[dict[str, Any]]:

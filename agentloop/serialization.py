@@ -9,9 +9,10 @@ configured :class:`cattrs.Converter` they use, for composing with your own types
 The wire format
 ---------------
 Keys are the attribute names (snake_case). Every field is written, ``None`` as
-``null``; tuples are lists; :class:`~agentloop.StopReason` is its value
-(``"tool_use"``); ``Usage``, ``ToolResult``, ``PrunRecord`` (and the other plain
-values) are plain objects; ``ToolCall.arguments``, ``ToolResult.details`` and
+``null``; tuples are lists; :class:`~agentloop.StopReason` and
+:class:`~agentloop.ToolOutcome` are their values (``"tool_use"``, ``"timed_out"``);
+``Usage``, ``ToolResult``, ``PrunRecord`` (and the other plain values) are plain
+objects; ``ToolCall.arguments``, ``ToolResult.details`` and
 ``ToolExecutionStart.args`` are written as the JSON values they hold. Values that
 are one of several classes carry a tag:
 
@@ -51,6 +52,9 @@ assistant message streaming a tool call, as a :class:`~agentloop.MessageUpdate`:
 '{"content":[{"text":"hi","type":"text"}],"role":"user","timestamp":1700000000000}'
 >>> from_json(to_json(message), Message) == message
 True
+
+The loop's own ``RunCounts`` (what a run's limits have counted), which a Temporal
+run carries into its next execution, goes through the same converter.
 
 :func:`to_json` is deterministic: keys sorted, no spaces, ASCII only (other
 characters, lone surrogates included, are ``\\u`` escapes, so the text always

@@ -56,13 +56,14 @@ from . import _events as ev
 from ._errors import AgentloopError
 from ._secrets import redact_urls
 from ._text import checked_text
-from ._tool import ToolResult, tool_traits
+from ._tool import ToolNotFound, ToolResult, tool_traits
 from ._types import (
     AssistantMessage,
     Message,
     StopReason,
     TextContent,
     ToolCall,
+    ToolOutcome,
     ToolResultMessage,
     Usage,
 )
@@ -397,10 +398,11 @@ class Session:
                 )
             if tool is None or traits is None:
                 _log_recovery(self.session_id, call, "no such tool")
-                result, is_error = ToolResult.text(f"Tool not found: {call.name}"), True
+                result = ToolResult.text(str(ToolNotFound(call.name)))
+                outcome = ToolOutcome.NOT_FOUND
             elif entry.started and not traits.replay_safe:
                 _log_recovery(self.session_id, call, "it had started; not running it again")
-                result, is_error = ToolResult.text(NOT_RUN_AGAIN), True
+                result, outcome = ToolResult.text(NOT_RUN_AGAIN), ToolOutcome.NOT_RUN_AGAIN
             else:
                 how = (
                     "replay-safe; running it again" if entry.started else "not started; running it"
@@ -409,14 +411,15 @@ class Session:
                 timeout = (
                     traits.timeout if traits.timeout is not None else agent.config.tool_timeout
                 )
-                result, is_error = await run_tool_call(tool, call, timeout, loop_id=loop_id)
+                result, outcome = await run_tool_call(tool, call, timeout, loop_id=loop_id)
             message = ToolResultMessage(
                 call.id,
                 call.name,
                 result.content,
-                is_error=is_error,
+                is_error=outcome.is_error,
                 timestamp=agent.context.next_timestamp(),
                 child_loop_id=result.child_loop_id,
+                outcome=outcome,
             )
             agent.context.replace(placeholder, message)
             if journal is not None:
@@ -426,7 +429,8 @@ class Session:
                         tool_call_id=call.id,
                         tool_name=call.name,
                         result=result,
-                        is_error=is_error,
+                        is_error=outcome.is_error,
+                        outcome=outcome,
                     )
                 )
                 journal(ev.MessageEnd(loop_id=loop_id, message=message))
@@ -592,6 +596,7 @@ def _answered(
                         is_error=end.is_error,
                         timestamp=stamp,
                         child_loop_id=end.result.child_loop_id,
+                        outcome=end.outcome,
                     )
                 )
                 continue
@@ -603,6 +608,7 @@ def _answered(
                     content=(TextContent(INTERRUPTED),),
                     is_error=True,
                     timestamp=stamp,
+                    outcome=ToolOutcome.INTERRUPTED,
                 )
             )
         open_calls.clear()

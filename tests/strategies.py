@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 from hypothesis.strategies import SearchStrategy
 
 import agentloop as al
+from agentloop._loop import RunCounts
 
 _MAX_ITEMS = 4
 
@@ -92,6 +93,7 @@ def usages() -> SearchStrategy[al.Usage]:
 
 
 stop_reasons = st.sampled_from(al.StopReason)
+tool_outcomes = st.sampled_from(al.ToolOutcome)
 
 
 def tool_results() -> SearchStrategy[al.ToolResult]:
@@ -159,15 +161,18 @@ def assistant_messages() -> SearchStrategy[al.AssistantMessage]:
 
 
 def tool_result_messages() -> SearchStrategy[al.ToolResultMessage]:
-    """The answer to one tool call."""
-    return st.builds(
-        al.ToolResultMessage,
-        tool_call_id=ids,
-        tool_name=ids,
-        content=_user_content,
-        is_error=st.booleans(),
-        timestamp=timestamps,
-        child_loop_id=optional_texts,
+    """The answer to one tool call (``is_error`` as its outcome says)."""
+    return tool_outcomes.flatmap(
+        lambda outcome: st.builds(
+            al.ToolResultMessage,
+            tool_call_id=ids,
+            tool_name=ids,
+            content=_user_content,
+            is_error=st.just(outcome.is_error),
+            timestamp=timestamps,
+            child_loop_id=optional_texts,
+            outcome=st.just(outcome),
+        )
     )
 
 
@@ -262,14 +267,17 @@ agent_events: dict[type[al.AgentEvent], SearchStrategy[Any]] = {
         tool_name=ids,
         partial_result=tool_results(),
     ),
-    al.ToolExecutionEnd: st.builds(
-        al.ToolExecutionEnd,
-        **_loop,
-        tool_call_id=ids,
-        tool_name=ids,
-        result=tool_results(),
-        is_error=st.booleans(),
-        child_loop_id=optional_texts,
+    al.ToolExecutionEnd: tool_outcomes.flatmap(
+        lambda outcome: st.builds(
+            al.ToolExecutionEnd,
+            **_loop,
+            tool_call_id=ids,
+            tool_name=ids,
+            result=tool_results(),
+            is_error=st.just(outcome.is_error),
+            child_loop_id=optional_texts,
+            outcome=st.just(outcome),
+        )
     ),
     al.ToolCallQueued: st.builds(
         al.ToolCallQueued, **_loop, tool_call_id=ids, tool_name=ids, reason=texts
@@ -337,6 +345,23 @@ permission_requests = st.builds(
 )
 
 
+# --------------------------------------------------------------------------- the loop's own
+
+
+def run_counts() -> SearchStrategy[RunCounts]:
+    """What a run has counted (a private value: a Temporal run carries it as JSON)."""
+    return st.builds(
+        RunCounts,
+        turn_index=counts,
+        turns_done=counts,
+        usage=usages(),
+        tokens_used=counts,
+        started_at=finite_floats,
+        requests=counts,
+        usage_by_model=st.dictionaries(ids, usages(), max_size=3),
+    )
+
+
 # --------------------------------------------------------------------------- the mapping
 
 STRATEGIES: dict[type, SearchStrategy[Any]] = {
@@ -350,6 +375,7 @@ STRATEGIES: dict[type, SearchStrategy[Any]] = {
     al.Usage: usages(),
     al.StopReason: stop_reasons,
     al.StopKind: st.sampled_from(al.StopKind),
+    al.ToolOutcome: tool_outcomes,
     al.AgentStop: agent_stops,
     al.ToolResult: tool_results(),
     al.PrunRecord: prun_records,

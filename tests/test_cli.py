@@ -43,6 +43,7 @@ from agentloop._cli._render import summarize_args
 from agentloop._cli._setup import SetupError, describe_request, make_permissions, openapi_tools
 from agentloop.providers import (
     AnthropicProvider,
+    ModelRequest,
     OpenAIProvider,
     OpenAIResponsesProvider,
     RetryConfig,
@@ -410,6 +411,39 @@ async def test_the_demo_model_starts_its_plan_over_for_each_prompt(tmp_path: Pat
         assert messages[-1].text.startswith("There is no calc.py and test_calc.py here: ")
     ids = [c.id for m in agent.messages if isinstance(m, al.AssistantMessage) for c in m.tool_calls]
     assert ids == ["demo_1", "demo_2", "demo_3"]
+
+
+async def test_the_demo_model_tells_a_refusal_from_a_failure_by_its_outcome() -> None:
+    """A tool's own error that reads like the permission check's ("Permission denied: ...")
+    is a failure the demo reports, not a refusal by the user: it reads the outcome."""
+    provider = choose_model({}).provider
+
+    async def ignore(delta: al.StreamDelta) -> None:
+        pass
+
+    async def after(outcome: al.ToolOutcome) -> str:
+        edit = al.ToolCall("demo_1", "edit_file", {"path": "calc.py"})
+        messages = [
+            al.UserMessage.text("fix it"),
+            al.AssistantMessage((edit,), al.StopReason.TOOL_USE),
+            al.ToolResultMessage(
+                "demo_1",
+                "edit_file",
+                (al.TextContent("Permission denied: calc.py is read-only"),),
+                is_error=True,
+                outcome=outcome,
+            ),
+        ]
+        request = ModelRequest(system_prompt="", messages=messages)
+        return (await provider.stream(request, ignore)).text
+
+    failed = await after(al.ToolOutcome.ERROR)
+    assert failed.startswith(
+        "edit_file failed: Permission denied: calc.py is read-only\n"
+        "The scripted demo cannot work around that, so it stops here."
+    )
+    refused = await after(al.ToolOutcome.DENIED)
+    assert refused.startswith("You did not allow the edit, so calc.py is unchanged")
 
 
 # --------------------------------------------------------------------------- rendering

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import attrs
 import pytest
 from helpers import Echo
@@ -11,11 +13,37 @@ from agentloop._loop import LoopSettings
 from agentloop.providers import ScriptedProvider, call, reply
 from agentloop.tools import SubAgentTool
 
+QUEUES = {"provider", "get_steering_messages", "get_follow_up_messages"}
 
-def test_the_settings_are_exactly_the_configs_fields_but_provider_and_queues() -> None:
-    fields = {field.name for field in attrs.fields(al.AgentLoopConfig)}
-    queues = {"provider", "get_steering_messages", "get_follow_up_messages"}
-    assert set(LoopSettings.__annotations__) == fields - queues
+
+def annotations(value: Any) -> dict[str, str]:
+    """``value``'s annotations as their source text (a TypedDict's are forward references)."""
+    found = getattr(value, "__annotations__", {})
+    return {
+        name: note if isinstance(note, str) else note.__forward_arg__
+        for name, note in found.items()
+        if name != "return"
+    }
+
+
+def test_the_settings_are_exactly_the_configs_keywords_but_provider_and_queues() -> None:
+    """LoopSettings (Agent's and SubAgentTool's keywords) cannot drift from the config's:
+    the same names, each with the same type."""
+    keywords = annotations(al.AgentLoopConfig.__init__)
+    assert annotations(LoopSettings) == {
+        name: note for name, note in keywords.items() if name not in QUEUES
+    }
+
+
+def test_the_configs_keywords_are_its_fields_and_each_hook() -> None:
+    """Each field is a keyword, and so is each hook, with the hook's own type; the hooks
+    are stored once, in ``hooks``."""
+    keywords = annotations(al.AgentLoopConfig.__init__)
+    fields = [field.name for field in attrs.fields(al.AgentLoopConfig)]
+    hooks = annotations(al.Hooks)
+    assert list(keywords) == fields + list(hooks)
+    assert {name: keywords[name] for name in hooks} == hooks
+    assert len(hooks) == 11
 
 
 def test_the_simple_call_stays_simple() -> None:
@@ -67,3 +95,75 @@ def test_a_sub_agent_keeps_its_turn_limit_default() -> None:
     assert helper.config.limits == al.ExecutionLimits(
         max_turns=3, max_total_tokens=1_000_000, max_duration=300.0
     )
+
+
+# --------------------------------------------------------------------------- hooks as one value
+
+
+def test_a_hook_given_by_name_is_stored_once_in_hooks_and_read_by_name() -> None:
+    def before_turn(messages: Any, turn_index: int) -> None:
+        return None
+
+    config = al.AgentLoopConfig(provider=ScriptedProvider([]), before_turn=before_turn)
+    assert config.hooks == al.Hooks(before_turn=before_turn)
+    assert config.before_turn is before_turn
+    assert config.after_turn is None
+    assert "before_turn" not in {field.name for field in attrs.fields(al.AgentLoopConfig)}
+
+
+def test_evolve_sets_and_removes_a_hook_by_name() -> None:
+    def first(messages: Any, turn_index: int) -> None:
+        return None
+
+    def second(messages: Any, usage: al.Usage) -> None:
+        return None
+
+    config = al.AgentLoopConfig(provider=ScriptedProvider([]), hooks=al.Hooks(before_turn=first))
+    changed = attrs.evolve(config, after_turn=second, temperature=0.5)
+    assert changed.hooks == al.Hooks(before_turn=first, after_turn=second)
+    assert changed.temperature == 0.5
+    removed = attrs.evolve(changed, before_turn=None)
+    assert removed.hooks == al.Hooks(after_turn=second)
+    assert attrs.evolve(removed, hooks=al.Hooks()).hooks == al.Hooks()
+
+
+def test_a_hook_given_by_name_wins_over_the_same_hook_in_hooks() -> None:
+    def mine(messages: Any, turn_index: int) -> None:
+        return None
+
+    def theirs(messages: Any, turn_index: int) -> None:
+        return None
+
+    config = al.AgentLoopConfig(
+        provider=ScriptedProvider([]), hooks=al.Hooks(before_turn=theirs), before_turn=mine
+    )
+    assert config.hooks == al.Hooks(before_turn=mine)
+
+
+def test_hooks_must_be_a_hooks_value() -> None:
+    with pytest.raises(TypeError) as caught:
+        al.AgentLoopConfig(provider=ScriptedProvider([]), hooks={"before_turn": print})  # type: ignore[arg-type]
+    assert str(caught.value) == "hooks must be a Hooks, got dict"
+
+
+def test_none_means_the_default_for_a_configs_strategy_and_limits_too() -> None:
+    config = al.AgentLoopConfig(provider=ScriptedProvider([]), strategy=None, limits=None)
+    assert (config.strategy, config.limits) == (al.Parallel(), al.ExecutionLimits())
+
+
+async def test_an_agents_hooks_by_name_or_as_one_value_run_alike() -> None:
+    """Agent(before_turn=...) and Agent(hooks=Hooks(before_turn=...)) are one setting."""
+    seen: list[str] = []
+
+    def before_turn(messages: Any, turn_index: int) -> bool:
+        seen.append(f"turn {turn_index}")
+        return False  # vetoes: the run ends before its first turn
+
+    by_name = al.Agent(ScriptedProvider([reply("hi")]), before_turn=before_turn)
+    as_one = al.Agent(ScriptedProvider([reply("hi")]), hooks=al.Hooks(before_turn=before_turn))
+    assert by_name.config.hooks == as_one.config.hooks == al.Hooks(before_turn=before_turn)
+    for agent in (by_name, as_one):
+        async with agent.prompt("go") as events:
+            ends = [event async for event in events if isinstance(event, al.AgentEnd)]
+        assert ends[0].stop_reason == al.AgentStop(al.StopKind.VETOED, "before_turn returned False")
+    assert seen == ["turn 0", "turn 0"]

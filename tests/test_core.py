@@ -13,22 +13,23 @@ import random
 from pathlib import Path
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import agentloop as al
-from agentloop._loop._core import (
+from agentloop._loop._core import LoopCore
+from agentloop._loop._protocol import (
     CHECKPOINT,
     AskModel,
     CallHook,
     Compact,
-    LoopCore,
     ModelFailed,
     RunCalls,
 )
 from agentloop.testing import assert_well_formed
 
-CORE = Path(__file__).resolve().parent.parent / "agentloop" / "_loop" / "_core.py"
+LOOP = Path(__file__).resolve().parent.parent / "agentloop" / "_loop"
 SCHEMA = {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}
 
 
@@ -49,9 +50,11 @@ class Stop(Exception):
     """Where the scenario interrupts the run."""
 
 
-def test_the_core_does_not_import_trio() -> None:
-    """Its own imports: no trio, no anyio, no asyncio."""
-    tree = ast.parse(CORE.read_text())
+@pytest.mark.parametrize("module", ["_core.py", "_protocol.py"])
+def test_the_core_does_not_import_trio(module: str) -> None:
+    """Its own imports, and the contract's: no trio, no anyio, no asyncio (the modules
+    they import: tests/test_architecture.py)."""
+    tree = ast.parse((LOOP / module).read_text())
     imported = {
         alias.name.split(".")[0]
         for node in ast.walk(tree)
@@ -66,6 +69,17 @@ def test_the_core_does_not_import_trio() -> None:
 
 
 KINDS = ["ok", "error", "unknown", "invalid", "veto", "deny"]
+Outcome = al.ToolOutcome
+#: The outcomes of a call of each kind, if it runs (or is refused); NOT_RUN: if it is not.
+OUTCOMES = {
+    "ok": {Outcome.OK, Outcome.ERROR},  # the scenario's tools end either way, at random
+    "error": {Outcome.OK, Outcome.ERROR},
+    "unknown": {Outcome.NOT_FOUND},
+    "invalid": {Outcome.INVALID_ARGUMENTS},
+    "veto": {Outcome.VETOED},
+    "deny": {Outcome.DENIED},
+}
+NOT_RUN = {Outcome.SKIPPED, Outcome.CANCELLED, Outcome.NOT_RUN}
 
 
 @st.composite
@@ -173,7 +187,8 @@ def play(scenario: dict[str, Any]) -> None:
                     events.append(core.progress(state, "working"))
                 ok = rng.random() < 0.7
                 result = al.ToolResult.text("ok" if ok else "failed")
-                drive(core.call_ended(state, result, not ok))
+                outcome = al.ToolOutcome.OK if ok else al.ToolOutcome.ERROR
+                drive(core.call_ended(state, result, outcome))
             return None
         assert not isinstance(action, Compact)
         raise AssertionError(action)
@@ -210,6 +225,17 @@ def play(scenario: dict[str, Any]) -> None:
     calls = [c.id for m in messages if isinstance(m, al.AssistantMessage) for c in m.tool_calls]
     results = [m.tool_call_id for m in messages if isinstance(m, al.ToolResultMessage)]
     assert sorted(calls) == sorted(results)
+    # Each result's outcome is one its call can have, and its end event's, if it had one.
+    kinds = {
+        f"c{turn}-{position}": kind
+        for turn, turn_kinds in enumerate(scenario["turns"])
+        for position, kind in enumerate(turn_kinds)
+    }
+    ended = {e.tool_call_id: e.outcome for e in events if isinstance(e, al.ToolExecutionEnd)}
+    for message in messages:
+        if isinstance(message, al.ToolResultMessage):
+            assert message.outcome in OUTCOMES[kinds[message.tool_call_id]] | NOT_RUN
+            assert ended.get(message.tool_call_id, message.outcome) is message.outcome
     # Event order.
     starts = [e.tool_call_id for e in events if isinstance(e, al.ToolExecutionStart)]
     ends = [e.tool_call_id for e in events if isinstance(e, al.ToolExecutionEnd)]
@@ -283,7 +309,7 @@ def test_a_hand_picked_run_gives_exactly_these_events() -> None:
                 outcome = replies.pop(0)
             elif isinstance(action, RunCalls):
                 ((state, _, _),) = action.calls
-                drive(core.call_ended(state, al.ToolResult.text("one"), False))
+                drive(core.call_ended(state, al.ToolResult.text("one"), al.ToolOutcome.OK))
 
     assert drive(core.start([al.UserMessage.text("go")])) is True
     drive(core.turns())

@@ -255,8 +255,12 @@ def asked(name: str, call_id: str, stop: al.StopReason = al.StopReason.TOOL_USE)
     return al.AssistantMessage((al.ToolCall(call_id, name, {}),), stop)
 
 
-def answered(name: str, call_id: str, text: str, is_error: bool = False) -> al.ToolResultMessage:
-    return al.ToolResultMessage(call_id, name, (al.TextContent(text),), is_error=is_error)
+def answered(
+    name: str, call_id: str, text: str, outcome: al.ToolOutcome = al.ToolOutcome.OK
+) -> al.ToolResultMessage:
+    return al.ToolResultMessage(
+        call_id, name, (al.TextContent(text),), is_error=outcome.is_error, outcome=outcome
+    )
 
 
 LISTED = "calc.py\ntest_calc.py\n\n(2 files)"
@@ -283,7 +287,12 @@ DENIED = "Permission denied: bash 'python3 test_calc.py' was not approved"
             [
                 user("go"),
                 asked("list_files", "demo_1", al.StopReason.ABORTED),
-                answered("list_files", "demo_1", "Cancelled: the run was aborted.", True),
+                answered(
+                    "list_files",
+                    "demo_1",
+                    "Cancelled: the run was aborted.",
+                    al.ToolOutcome.CANCELLED,
+                ),
                 user("again"),
             ],
             UP_TO_THE_CHECK[0],
@@ -318,7 +327,9 @@ DENIED = "Permission denied: bash 'python3 test_calc.py' was not approved"
             [
                 user("go"),
                 asked("bash", "demo_4"),
-                answered("bash", "demo_4", "Command blocked by safety policy: x.", True),
+                answered(
+                    "bash", "demo_4", "Command blocked by safety policy: x.", al.ToolOutcome.ERROR
+                ),
             ],
             "bash failed: Command blocked by safety policy: x.\nThe scripted demo cannot work "
             "around that, so it stops here.\n\n" + REAL_MODEL,
@@ -342,7 +353,7 @@ DENIED = "Permission denied: bash 'python3 test_calc.py' was not approved"
                 asked("edit_file", "demo_5"),
                 answered("edit_file", "demo_5", "Edited calc.py: replaced 1 occurrence"),
                 asked("bash", "demo_6"),
-                answered("bash", "demo_6", DENIED, True),
+                answered("bash", "demo_6", DENIED, al.ToolOutcome.DENIED),
             ],
             "You did not allow the second run of the check. calc.py is fixed all the same: "
             "python3 test_calc.py in the scratch project shows it. That refusal is agentloop's "

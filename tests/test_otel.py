@@ -100,6 +100,18 @@ async def slow() -> str:
     return "never"
 
 
+@al.tool
+async def gives_up() -> str:
+    """Give up, in words that begin like a cancellation's."""
+    raise al.ToolError("Cancelled by the user's choice")
+
+
+@al.tool
+async def impatient() -> str:
+    """Give up, in words that begin like a timeout's."""
+    raise al.ToolError("Tool exceeded timeout of patience")
+
+
 def test_off_by_default_and_switchable() -> None:
     assert not agentloop.otel.is_instrumented()
     tracing = Traces()
@@ -215,6 +227,28 @@ async def test_an_aborted_run_ends_every_open_span_cancelled(
     ]
     run = traces.spans()[0]
     assert run.status.description == "cancelled"
+
+
+async def test_a_tool_errors_own_words_do_not_make_it_a_cancellation_or_a_timeout(
+    traces: Traces,
+) -> None:
+    """The outcome is the loop's, not read from the text: a ToolError whose message
+    begins "Cancelled" or "Tool exceeded timeout of" is traced as an error."""
+    provider = ScriptedProvider(
+        [reply(call("gives_up", id="g1"), call("impatient", id="i1")), reply("ok")]
+    )
+    agent = al.Agent(provider, tools=[gives_up, impatient], agent_id="a")
+    async with agent.prompt("go") as events:
+        ends = [event async for event in events if isinstance(event, al.ToolExecutionEnd)]
+    assert sorted((end.tool_call_id, end.outcome) for end in ends) == [
+        ("g1", al.ToolOutcome.ERROR),
+        ("i1", al.ToolOutcome.ERROR),
+    ]
+    tree = traces.tree("gen_ai.tool.call.id", "error.type", "agentloop.tool.outcome")
+    assert sorted(tree[2:4]) == [
+        (1, "execute_tool gives_up", "ERROR", "g1", "error", "error"),
+        (1, "execute_tool impatient", "ERROR", "i1", "error", "error"),
+    ]
 
 
 async def test_a_retried_request_is_one_span_with_a_retry_event(

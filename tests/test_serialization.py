@@ -10,11 +10,12 @@ from typing import Any
 
 import attrs
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
-from strategies import STRATEGIES, content_blocks, events, messages, stream_deltas
+from strategies import STRATEGIES, content_blocks, events, messages, run_counts, stream_deltas
 
 import agentloop as al
+from agentloop._loop import RunCounts
 from agentloop.serialization import DeserializationError, from_dict, from_json, to_dict, to_json
 
 # Public attrs classes that are not values: they hold live state, providers or callbacks.
@@ -23,6 +24,7 @@ NOT_VALUES = {
     "AgentLoopConfig",
     "CompactionConfig",  # holds the summarizer function
     "FunctionTool",
+    "Hooks",  # holds functions
     "Permissions",  # holds the approver function
     "ProjectInstructions",  # files on this machine, read at start: never sent anywhere
     "ToolContext",
@@ -216,6 +218,7 @@ GOLDEN: list[tuple[object, dict[str, Any]]] = [
             "is_error": True,
             "timestamp": TS + 2,
             "child_loop_id": "child-1",
+            "outcome": "error",
         },
     ),
     (
@@ -249,6 +252,7 @@ GOLDEN: list[tuple[object, dict[str, Any]]] = [
             },
             "is_error": False,
             "child_loop_id": None,
+            "outcome": "ok",
         },
     ),
 ]
@@ -265,6 +269,38 @@ def test_golden_json_is_written(value: object, expected: dict[str, Any]) -> None
 def test_golden_json_is_read(value: object, expected: dict[str, Any]) -> None:
     """from_json reads the pinned JSON back into the value."""
     assert from_json(json.dumps(expected), type(value)) == value
+
+
+@pytest.mark.parametrize("index", [2, 4], ids=["ToolResultMessage", "ToolEnd"])
+@pytest.mark.parametrize("is_error", [False, True])
+def test_a_result_written_before_outcomes_reads_with_the_outcome_its_is_error_gives(
+    index: int, is_error: bool
+) -> None:
+    """Session files written before ToolOutcome have no "outcome": OK, or ERROR."""
+    value, expected = GOLDEN[index]
+    old = {key: item for key, item in expected.items() if key != "outcome"}
+    back = from_dict({**old, "is_error": is_error}, type(value))
+    assert back.outcome is (al.ToolOutcome.ERROR if is_error else al.ToolOutcome.OK)
+    assert back == attrs.evolve(value, is_error=is_error, outcome=back.outcome)  # type: ignore[misc]
+
+
+def test_an_outcome_that_contradicts_is_error_is_refused() -> None:
+    """A result cannot say "ok" and be an error: not when built, not when read."""
+    with pytest.raises(ValueError, match=r"^outcome 'ok' contradicts is_error=True$"):
+        al.ToolResultMessage("c", "t", (), is_error=True, outcome=al.ToolOutcome.OK)
+    data = {**GOLDEN[4][1], "outcome": "timed_out"}
+    with pytest.raises(DeserializationError) as read:
+        from_dict(data, al.ToolExecutionEnd)
+    assert read.value.errors == [
+        "invalid value: outcome 'timed_out' contradicts is_error=False @ $"
+    ]
+
+
+@settings(max_examples=50)
+@given(counts=run_counts())
+def test_run_counts_cross_the_serialization_layer(counts: RunCounts) -> None:
+    """What a run has counted, as a Temporal run carries it across continue-as-new."""
+    assert from_dict(json.loads(to_json(counts)), RunCounts) == counts
 
 
 def test_to_dict_puts_the_tag_first() -> None:

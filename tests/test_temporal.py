@@ -24,15 +24,21 @@ from typing import Any
 
 import pytest
 import trio
-from helpers import texts
+from helpers import Echo, texts
 from temporal_agents import Verdict
 
 import agentloop as al
+from agentloop.providers import ModelRequest, ScriptedProvider, call, reply
+from agentloop.serialization import to_dict
 from agentloop.session import NOT_RUN_AGAIN
 
 temporal = pytest.importorskip("agentloop.temporal")
 from temporalio.client import Client, WorkflowFailureError  # noqa: E402
 from temporalio.exceptions import ApplicationError  # noqa: E402
+from temporalio.testing import ActivityEnvironment  # noqa: E402
+
+from agentloop.temporal._activities import model_activity  # noqa: E402
+from agentloop.temporal._agents import factory, register  # noqa: E402
 
 TESTS = Path(__file__).parent
 BIN = Path(sys.executable).parent
@@ -155,6 +161,47 @@ async def until(check: Callable[[], bool], limit: float = 60) -> None:
 
 def lines(path: Path) -> list[str]:
     return path.read_text().splitlines() if path.exists() else []
+
+
+def test_the_model_activity_sends_what_the_loop_sends_in_process() -> None:
+    """One function builds a model request for both drivers: for the same agent and the
+    same history, the Temporal model activity (run here in an activity environment, no
+    server) sends the very request the in-process loop sent, every field of it."""
+
+    def step(request: ModelRequest) -> Any:
+        if not any(isinstance(m, al.ToolResultMessage) for m in request.messages):
+            return reply("Echoing.", call("echo", {"text": "hi"}, id="e1"))
+        return reply(call("final_result", {"summary": "echoed", "count": 1}, id="f1"))
+
+    def make() -> al.Agent:
+        return al.Agent(
+            ScriptedProvider([step] * 3),
+            system_prompt="Be exact.",
+            tools=[Echo()],
+            output_type=Verdict,  # adds the final-result tool to the request
+            max_tokens=321,
+            temperature=0.25,
+            thinking_level=al.ThinkingLevel.LOW,
+        )
+
+    name = f"same-request-{uuid.uuid4().hex[:8]}"
+    register({name: make})
+    agent = factory(name)  # the agent the activity uses, built once per process
+    provider = agent.config.provider
+    assert isinstance(provider, ScriptedProvider)
+    trio.run(agent.run, "Echo hi.")
+    in_process = provider.requests[-1]
+    assert [type(m).__name__ for m in in_process.messages] == [
+        "UserMessage",
+        "AssistantMessage",
+        "ToolResultMessage",
+    ]
+    history = [to_dict(message) for message in in_process.messages]
+    ActivityEnvironment().run(model_activity, name, f"{name}/run", 0, history)
+    through_activity = provider.requests[-1]
+    assert through_activity is not in_process
+    assert through_activity == in_process
+    assert [tool.name for tool in through_activity.tools] == ["echo", "final_result"]
 
 
 def test_a_run_completes_with_its_messages_stop_reason_and_events(workers: Workers) -> None:
@@ -335,9 +382,33 @@ def test_an_agent_with_hooks_is_refused_by_name(workers: Workers) -> None:
     assert isinstance(cause, ApplicationError)
     assert cause.non_retryable
     assert cause.message == (
-        "agent 'hooked' cannot run on Temporal: its before_turn, permissions.approver would "
-        "run inside the workflow, which must be deterministic; leave them out of its factory"
+        "agent 'hooked' cannot run on Temporal: hooks must be empty (it sets before_turn); "
+        "permissions.approver must be None. They would run inside the workflow, which must "
+        "be deterministic: leave them out of its factory"
     )
+
+
+def test_the_refusal_names_each_setting_a_workflow_cannot_run() -> None:
+    """Hooks, given by name or as one value, are refused as "hooks must be empty"; a
+    journal and compaction by their names; what a workflow can run passes as it is."""
+    from agentloop.temporal._workflow import _workflow_config
+
+    def journal(event: al.AgentEvent) -> None:
+        pass
+
+    model = ScriptedProvider([])
+    hooks = al.Hooks(after_turn=lambda messages, usage: None, on_error=print)
+    config = al.AgentLoopConfig(provider=model, hooks=hooks, journal=journal)
+    with pytest.raises(ApplicationError) as caught:
+        _workflow_config("busy", config)
+    assert caught.value.non_retryable
+    assert caught.value.message == (
+        "agent 'busy' cannot run on Temporal: hooks must be empty (it sets after_turn, "
+        "on_error); journal must be None. They would run inside the workflow, which must "
+        "be deterministic: leave them out of its factory"
+    )
+    plain = al.AgentLoopConfig(provider=model, temperature=0.5, output_type=Verdict)
+    assert _workflow_config("plain", plain) is plain
 
 
 def test_a_killed_worker_is_replaced_and_nothing_unsafe_runs_twice(workers: Workers) -> None:

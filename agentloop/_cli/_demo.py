@@ -32,6 +32,7 @@ from .._types import (
     Message,
     StopReason,
     ToolCall,
+    ToolOutcome,
     ToolResultMessage,
     UserMessage,
 )
@@ -116,6 +117,7 @@ class _Done:
     args: dict[str, Any]
     text: str
     is_error: bool
+    outcome: ToolOutcome
 
 
 def _run_start(messages: Sequence[Message]) -> int:
@@ -144,7 +146,9 @@ def _this_run(request: ModelRequest) -> tuple[list[_Done], list[str]]:
         elif isinstance(message, ToolResultMessage):
             made = calls.get(message.tool_call_id)
             args = dict(made.arguments) if made is not None else {}
-            done.append(_Done(message.tool_name, args, message.text, message.is_error))
+            done.append(
+                _Done(message.tool_name, args, message.text, message.is_error, message.outcome)
+            )
             steering.clear()
         else:
             steering.append(message.text)
@@ -192,7 +196,7 @@ def _edited(done: list[_Done]) -> bool:
 def _refused(done: list[_Done], heard: str) -> ScriptedTurn:
     """The last call was refused (or failed): say what would have happened, and stop."""
     last = done[-1]
-    if not last.text.startswith("Permission denied:"):
+    if last.outcome is not ToolOutcome.DENIED:
         first = last.text.splitlines()[0] if last.text else "(no message)"
         return reply(
             f"{heard}{last.name} failed: {first}\nThe scripted demo cannot work around that, "

@@ -15,9 +15,9 @@ import trio
 
 from .. import _events as ev
 from .._agent import Agent
+from .._types import ToolOutcome
 from .._words import plural
 from ..session import (
-    NOT_RUN_AGAIN,
     SessionLockedError,
     SessionRecorder,
     list_sessions,
@@ -156,7 +156,7 @@ class SessionLog:
             self.screen.line(f"agentloop: {warning}", "yellow")
         for result in recovered:
             what = "not run again (it may not be safe to repeat)"
-            if result.text != NOT_RUN_AGAIN:
+            if result.outcome is not ToolOutcome.NOT_RUN_AGAIN:
                 what = "run again"
             self.screen.line(
                 f"agentloop: {result.tool_name} was cut short by the stop; {what}.", "yellow"

@@ -32,6 +32,7 @@ import attrs
 
 from .._check import number_field
 from .._events import CompactionRecord, StreamDelta
+from .._provider import ModelRequest, Provider
 from .._text import scrub
 from .._types import (
     AssistantMessage,
@@ -42,7 +43,6 @@ from .._types import (
 )
 from .._util import call_hook
 from .._words import plural
-from ..providers import ModelRequest, Provider
 from ._streams import AgentContext, EntryState
 from ._truncate import truncate_result, truncate_text
 

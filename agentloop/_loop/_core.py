@@ -2,35 +2,18 @@
 
 Like h11 and h2, the core is told what happened and answers what to do next.
 Its phases are generators: each yields an *action* and is sent its outcome.
-
-=====================  ==============================================  =================
-action                 the driver...                                   and sends back
-=====================  ==============================================  =================
-an :class:`AgentEvent` delivers it to the consumer                     ``None``
-:class:`CallHook`      calls ``hook(*args)`` (a plain or async          what it returned
-                       function: hooks, queues, the permission check)
-:class:`AskModel`      streams the request; gives each delta to         the message, or a
-                       :meth:`LoopCore.delta` and delivers the event    :class:`ModelFailed`
-:class:`RunCalls`      runs the calls (at once if several), each        ``None``
-                       under its own timeout, and feeds each outcome
-                       to :meth:`LoopCore.call_ended`
-:class:`Compact`       compacts the context (may ask a summarizer)      the outcome
-:data:`CHECKPOINT`     lets other tasks run                             ``None``
-=====================  ==============================================  =================
+What crosses between the core and a driver (the actions, a call's handle,
+what a run counts, the model request) is the contract of :mod:`._protocol`,
+which also shows how a driver runs the three phases.
 
 The core owns every rule: limits and when the run stops (and why), the
 exactly-one-result ledger (each tool call of a reply gets one result, however
-the run ends), steering and follow-up, the strategies' order and skip rules,
-the argument checks and the hooks' verdicts, when to prune and compact. A
-driver owns time, tasks and cancellation: the trio driver (:mod:`._driver`)
-runs a loop in process; a workflow engine's driver can run the same core with
-each model request and tool call an activity.
-
-A run is three phases, so a driver can make the middle one abortable::
-
-    if (yield from core.start(prompts)):     # before_loop, AgentStart, the prompts
-        yield from core.turns()             # abortable: the driver's abort scope
-    yield from core.finish(aborted)          # settle an abort, AgentEnd, after_loop
+the run ends, and its :class:`~agentloop.ToolOutcome`), steering and
+follow-up, the strategies' order and skip rules, the argument checks and the
+hooks' verdicts, when to prune and compact. A driver owns time, tasks and
+cancellation: the trio driver (:mod:`._driver`) runs a loop in process; the
+Temporal workflow runs the same core with each model request and tool call
+an activity.
 
 When a phase cannot go on (the driver was cancelled, a hook raised),
 :meth:`LoopCore.interrupted` makes the history whole, synchronously.
@@ -39,12 +22,12 @@ When a phase cannot go on (the driver was cancelled, a hook raised),
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Generator, Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Final
 
 import attrs
 
-from .._context import AgentContext, CompactionConfig, MessageView, PrunQueue, context_window_of
+from .._context import AgentContext, MessageView, PrunQueue, context_window_of
 from .._events import (
     AgentEnd,
     AgentEvent,
@@ -81,42 +64,41 @@ from .._types import (
     Message,
     StopReason,
     ToolCall,
+    ToolOutcome,
     ToolResultMessage,
     Usage,
     UserMessage,
 )
-from ..providers import ModelRequest
 from ._config import AgentLoopConfig
 from ._output import Output, PartialJSON
+from ._protocol import (
+    CHECKPOINT,
+    AskModel,
+    CallHook,
+    CallState,
+    Compact,
+    ModelFailed,
+    Phase,
+    RunCalls,
+    RunCounts,
+    model_request,
+    offered_tools,
+)
 from ._registry import ToolEntry, ToolRegistry, check_arguments, tool_traits
 from ._stream import PartialMessage
 
 __all__ = [
-    "ABORTED_TEXT",
-    "CHECKPOINT",
     "DEADLINE_TEXT",
-    "ENDED_TEXT",
-    "NOT_RUN_TEXT",
-    "OUTPUT_ACCEPTED_TEXT",
-    "OUTPUT_GIVEN_TEXT",
-    "SKIPPED_TEXT",
     "TURN_DEADLINE_TEXT",
-    "VETOED_TEXT",
-    "Action",
-    "AskModel",
-    "CallHook",
-    "CallState",
-    "Compact",
     "LoopCore",
-    "ModelFailed",
-    "Phase",
-    "RunCalls",
     "check_output_name",
     "copy_arguments",
     "prun_queue_of",
     "user_messages",
 ]
 
+# What the model is told for a call the loop answers itself (its outcome says what
+# happened: the texts are for the model, never read back).
 SKIPPED_TEXT: Final = "Skipped due to queued user message."
 VETOED_TEXT: Final = "Tool execution skipped by before_tool_execution hook."
 ABORTED_TEXT: Final = "Cancelled: the run was aborted."
@@ -141,96 +123,7 @@ def check_output_name(registry: ToolRegistry, output: Output[Any]) -> None:
         )
 
 
-# --------------------------------------------------------------------------- actions
-
-
-@attrs.frozen(slots=True)
-class CallHook:
-    """Call ``hook(*args)`` (plain or async) and send back what it returns."""
-
-    hook: Callable[..., Any]
-    args: tuple[Any, ...]
-
-
-@attrs.frozen(slots=True)
-class AskModel:
-    """Stream ``request`` from the model; send back the message or :class:`ModelFailed`."""
-
-    request: ModelRequest
-
-
-@attrs.frozen(slots=True)
-class ModelFailed:
-    """The model's API failed (a ProviderError, after its retries): why."""
-
-    message: str
-
-
-@attrs.frozen(slots=True)
-class RunCalls:
-    """Run these calls (their checks passed), each with its timeout; send back ``None``.
-
-    For each, the driver builds the tool's context, runs ``execute`` under the
-    timeout and feeds the outcome to :meth:`LoopCore.call_ended`, driving the
-    generator it returns in the call's own task.
-    """
-
-    calls: tuple[tuple[CallState, ToolEntry, float | None], ...]
-
-
-@attrs.frozen(slots=True)
-class Compact:
-    """Compact the working context; send back the :class:`~._context.CompactionOutcome`."""
-
-    config: CompactionConfig
-    overhead: int
-    measured: int | None
-
-
-@attrs.frozen
-class RunCounts:
-    """What a run's limits have counted: turns, usage and tokens, and when it started."""
-
-    turn_index: int
-    turns_done: int
-    usage: Usage
-    tokens_used: int
-    started_at: float
-    requests: int = 0
-    usage_by_model: dict[str, Usage] = attrs.field(factory=dict)
-
-
-class _Checkpoint:
-    __slots__ = ()
-
-    def __repr__(self) -> str:
-        return "CHECKPOINT"
-
-
-#: Let other tasks run (trio's ``checkpoint``); send back ``None``.
-CHECKPOINT: Final = _Checkpoint()
-
-Action = AgentEvent | CallHook | AskModel | RunCalls | Compact | _Checkpoint
-#: What a phase of the core is: it yields actions, is sent their outcomes.
-Phase = Generator[Action, Any, Any]
-
-
 # --------------------------------------------------------------------------- the ledger
-
-
-class CallState:
-    """What happened so far to one tool call of the current turn: the ledger's entry."""
-
-    __slots__ = ("after_hook_due", "appended", "call", "ended", "is_error", "result", "started")
-
-    def __init__(self, call: ToolCall) -> None:
-        self.call = call
-        self.started = False  # ToolExecutionStart sent
-        self.ended = False  # ToolExecutionEnd sent (or not due: vetoed)
-        self.result: ToolResult | None = None
-        self.is_error = False
-        self.appended = False  # its result message is in the history
-        self.after_hook_due = False  # before_tool_execution allowed it; after hook not run
 
 
 class _Turn:
@@ -345,6 +238,7 @@ class LoopCore:
         "enclosing",
         "end_output",
         "ending",
+        "hooks",
         "loop_id",
         "measured",
         "new_messages",
@@ -356,7 +250,6 @@ class LoopCore:
         "prun_queue",
         "registry",
         "stop",
-        "tool_definitions",
         "turn",
         "usage",
     )
@@ -374,13 +267,12 @@ class LoopCore:
         self.enclosing = enclosing
         self.context = context
         self.config = config
+        self.hooks = config.hooks
         self.registry = ToolRegistry(context.tools)
         self.prun_queue = prun_queue_of(context.tools)
         self.output: Output[Any] | None = config.output_type
-        self.tool_definitions = self.registry.definitions
         if self.output is not None:
             check_output_name(self.registry, self.output)
-            self.tool_definitions = self.output.request_tools(self.tool_definitions)
         self.output_value: Any = _NO_OUTPUT  # the accepted answer
         self.end_output: Any = None  # AgentEnd.output
         self.output_update: OutputUpdate | None = None  # for the driver, after a delta
@@ -424,14 +316,14 @@ class LoopCore:
         """Deliver events for a history change already made (an abort re-sends what is left)."""
         owed = self._owed
         owed.extend(items)
-        hook = self.config.after_tool_execution
+        hook = self.hooks.after_tool_execution
         while owed:
             item = owed[0]
             if isinstance(item, _AfterHook):
                 del owed[0]  # at most once, even if the driver is cancelled meanwhile
                 if hook is not None:
                     call = item.state.call
-                    yield CallHook(hook, (call.name, call.id, item.state.is_error))
+                    yield CallHook(hook, (call.name, call.id, item.state.outcome.is_error))
             else:
                 yield item
                 del owed[0]  # dropped only once delivered
@@ -459,7 +351,7 @@ class LoopCore:
     def start(self, prompts: Sequence[UserMessage]) -> Phase:
         """before_loop, ``AgentStart``, the prompts into the history. Returns False if vetoed
         (``AgentEnd`` has then been sent: the run is over)."""
-        before_loop = self.config.before_loop
+        before_loop = self.hooks.before_loop
         if (
             before_loop is not None
             and (yield CallHook(before_loop, (self.context.view(),))) is False
@@ -489,7 +381,7 @@ class LoopCore:
             self.stop = AgentStop(StopKind.ABORTED, "the run was aborted")
             yield from self._settle_owed(*self.settle(StopReason.ABORTED, "Aborted", ABORTED_TEXT))
         yield from self._send_end()
-        after_loop = self.config.after_loop
+        after_loop = self.hooks.after_loop
         if after_loop is not None:
             yield CallHook(after_loop, (tuple(self.new_messages), self.usage))
         return tuple(self.new_messages)
@@ -515,6 +407,7 @@ class LoopCore:
     def turns(self) -> Phase:
         """The turns, until the model is done, a limit is reached, or a hook ends the run."""
         config = self.config
+        hooks = self.hooks
         yield from self._poll_steering()
         while True:
             while True:
@@ -526,10 +419,8 @@ class LoopCore:
                     yield from self._announce(stop)
                     return
                 if (
-                    config.before_turn is not None
-                    and (
-                        yield CallHook(config.before_turn, (self.context.view(), self._turn_index))
-                    )
+                    hooks.before_turn is not None
+                    and (yield CallHook(hooks.before_turn, (self.context.view(), self._turn_index)))
                     is False
                 ):
                     self.stop = AgentStop(StopKind.VETOED, "before_turn returned False")
@@ -544,13 +435,13 @@ class LoopCore:
                     self._turns_done += 1
                     self._count_usage(assistant)
                     for state in turn.calls:
-                        yield from self._skip(state, NOT_RUN_TEXT)
+                        yield from self._skip(state, NOT_RUN_TEXT, ToolOutcome.NOT_RUN)
                     yield from self._append_results(turn.calls)
                     if assistant.stop_reason is StopReason.ERROR:
                         error = assistant.error_message or "Unknown error"
                         self.stop = AgentStop(StopKind.ERROR, error, error=error)
-                        if config.on_error is not None:
-                            yield CallHook(config.on_error, (error,))
+                        if hooks.on_error is not None:
+                            yield CallHook(hooks.on_error, (error,))
                     else:
                         self.stop = AgentStop(StopKind.ABORTED, "the model's reply was aborted")
                     yield from self._end_turn(turn)
@@ -684,14 +575,9 @@ class LoopCore:
     def _stream(self, turn: _Turn) -> Phase:
         config = self.config
         partial = PartialMessage()
-        request = ModelRequest(
-            system_prompt=self.context.system_prompt,
-            messages=self.context.working_context(),
-            tools=self.tool_definitions,
-            max_tokens=config.max_tokens,
-            temperature=config.temperature,
-            thinking=config.thinking_level,
-            output=None if self.output is None else self.output.request_format,
+        context = self.context
+        request = model_request(
+            config, context.system_prompt, context.working_context(), self.registry.definitions
         )
         yield MessageStart(loop_id=self.loop_id, message=partial.message())
         turn.partial = partial
@@ -761,10 +647,12 @@ class LoopCore:
                     if other is state:
                         yield from self._start(state)
                         yield from self.call_ended(
-                            state, ToolResult.text(OUTPUT_ACCEPTED_TEXT), False
+                            state,
+                            ToolResult.text(OUTPUT_ACCEPTED_TEXT),
+                            ToolOutcome.OUTPUT_ACCEPTED,
                         )
                     else:
-                        yield from self._skip(other, OUTPUT_GIVEN_TEXT)
+                        yield from self._skip(other, OUTPUT_GIVEN_TEXT, ToolOutcome.OUTPUT_GIVEN)
                 yield from self._append_results(turn.calls)
                 return True
             errors[state.call.id] = error
@@ -869,7 +757,7 @@ class LoopCore:
             if steering:
                 skipped = [state for rest in units[position + 1 :] for state in rest]
                 for state in skipped:
-                    yield from self._skip(state, SKIPPED_TEXT)
+                    yield from self._skip(state, SKIPPED_TEXT, ToolOutcome.SKIPPED)
                 yield from self._append_results(skipped)
                 return
 
@@ -897,7 +785,7 @@ class LoopCore:
                 f"Invalid output: {self._output_errors[call.id]}. "
                 f"Call {self.output.name} again with the corrected answer."
             )
-            yield from self.call_ended(state, ToolResult.text(text), True)
+            yield from self.call_ended(state, ToolResult.text(text), ToolOutcome.INVALID_ARGUMENTS)
             return None
         turn = self.turn
         cut_off = (
@@ -911,8 +799,9 @@ class LoopCore:
             else check_arguments(call, entry.validator, cut_off=cut_off)
         )
         if problem is not None or entry is None:
+            assert problem is not None
             yield from self._start(state)
-            yield from self.call_ended(state, ToolResult.text(str(problem)), True)
+            yield from self.call_ended(state, ToolResult.text(str(problem)), problem.outcome)
             return None
         permissions = self.config.permissions
         if permissions is not None:
@@ -922,47 +811,60 @@ class LoopCore:
             if denial is not None:
                 yield from self._start(state)
                 result = ToolResult.text(f"Permission denied: {denial}")
-                yield from self.call_ended(state, result, True)
+                yield from self.call_ended(state, result, ToolOutcome.DENIED)
                 return None
-        hook = self.config.before_tool_execution
+        hooks = self.hooks
+        hook = hooks.before_tool_execution
         # Hooks and tools get copies: the arguments also live in the history and in events.
         if (
             hook is not None
             and (yield CallHook(hook, (call.name, call.id, copy_arguments(call.arguments))))
             is False
         ):
-            state.result, state.is_error, state.ended = ToolResult.text(VETOED_TEXT), True, True
+            state.result, state.outcome = ToolResult.text(VETOED_TEXT), ToolOutcome.VETOED
+            state.ended = True
             return None
-        state.after_hook_due = self.config.after_tool_execution is not None
+        state.after_hook_due = hooks.after_tool_execution is not None
         yield from self._start(state)
         return entry
 
     def _start(self, state: CallState) -> Phase:
-        call = state.call
-        yield ToolExecutionStart(
-            loop_id=self.loop_id, tool_call_id=call.id, tool_name=call.name, args=call.arguments
-        )
+        yield self._start_event(state)
         state.started = True
 
-    def call_ended(self, state: CallState, result: ToolResult, is_error: bool) -> Phase:
-        """A call's outcome: ``ToolExecutionEnd``, then its after hook if one is due."""
-        result = scrub_result(result)  # tools may return text that cannot be encoded
-        state.result, state.is_error = result, is_error
+    def _start_event(self, state: CallState) -> ToolExecutionStart:
         call = state.call
-        yield ToolExecutionEnd(
+        return ToolExecutionStart(
+            loop_id=self.loop_id, tool_call_id=call.id, tool_name=call.name, args=call.arguments
+        )
+
+    def call_ended(self, state: CallState, result: ToolResult, outcome: ToolOutcome) -> Phase:
+        """A call ended with ``result`` and ``outcome``: ``ToolExecutionEnd``, then its
+        after hook if one is due."""
+        result = scrub_result(result)  # tools may return text that cannot be encoded
+        state.result, state.outcome = result, outcome
+        yield self._end_event(state)
+        state.ended = True
+        if state.after_hook_due:
+            state.after_hook_due = False
+            hook = self.hooks.after_tool_execution
+            if hook is not None:
+                call = state.call
+                yield CallHook(hook, (call.name, call.id, outcome.is_error))
+
+    def _end_event(self, state: CallState) -> ToolExecutionEnd:
+        result = state.result
+        assert result is not None
+        call = state.call
+        return ToolExecutionEnd(
             loop_id=self.loop_id,
             tool_call_id=call.id,
             tool_name=call.name,
             result=result,
-            is_error=is_error,
+            is_error=state.outcome.is_error,
             child_loop_id=result.child_loop_id,
+            outcome=state.outcome,
         )
-        state.ended = True
-        if state.after_hook_due:
-            state.after_hook_due = False
-            hook = self.config.after_tool_execution
-            if hook is not None:
-                yield CallHook(hook, (call.name, call.id, is_error))
 
     def update(self, state: CallState, partial: ToolResult) -> Phase:
         """A running call's partial result: its update hooks and ``ToolExecutionUpdate``."""
@@ -971,15 +873,15 @@ class LoopCore:
         partial = scrub_result(partial)
         call = state.call
         text = partial.text_content
-        config = self.config
-        before = config.before_tool_execution_update
+        hooks = self.hooks
+        before = hooks.before_tool_execution_update
         if before is not None and (yield CallHook(before, (call.name, call.id, text))) is False:
             yield CHECKPOINT
             return
         yield ToolExecutionUpdate(
             loop_id=self.loop_id, tool_call_id=call.id, tool_name=call.name, partial_result=partial
         )
-        after = config.after_tool_execution_update
+        after = hooks.after_tool_execution_update
         if after is not None:
             yield CallHook(after, (call.name, call.id, text))
 
@@ -1004,9 +906,9 @@ class LoopCore:
             loop_id=self.loop_id, tool_call_id=call.id, tool_name=call.name, text=scrub(str(text))
         )
 
-    def _skip(self, state: CallState, text: str) -> Phase:
+    def _skip(self, state: CallState, text: str, outcome: ToolOutcome) -> Phase:
         yield from self._start(state)
-        yield from self.call_ended(state, ToolResult.text(text), True)
+        yield from self.call_ended(state, ToolResult.text(text), outcome)
 
     def _result_message(self, state: CallState) -> ToolResultMessage:
         """Append the call's result to the history (synchronously) and return the message."""
@@ -1015,9 +917,10 @@ class LoopCore:
             state.call.id,
             state.call.name,
             state.result.content,
-            is_error=state.is_error,
+            is_error=state.outcome.is_error,
             timestamp=self.context.next_timestamp(),
             child_loop_id=state.result.child_loop_id,
+            outcome=state.outcome,
         )
         self._add(message)
         assert self.turn is not None
@@ -1054,7 +957,7 @@ class LoopCore:
         """Estimated tokens of the request besides its messages: system prompt and tools."""
         definitions = [
             {"name": d.name, "description": d.description, "parameters": d.parameters}
-            for d in self.tool_definitions
+            for d in offered_tools(self.registry.definitions, self.output)
         ]
         text = self.context.system_prompt + json.dumps(definitions, ensure_ascii=False)
         return self.context.token_estimator(UserMessage.text(text))
@@ -1071,7 +974,7 @@ class LoopCore:
         if estimated <= compaction.threshold * self.context_window:
             return
         count = len(self.context.working_context())
-        hook = self.config.before_compaction_start
+        hook = self.hooks.before_compaction_start
         if hook is not None and (yield CallHook(hook, (estimated, count))) is False:
             return
         yield CompactionStarted(
@@ -1092,17 +995,17 @@ class LoopCore:
                 summary_error=outcome.summary_error,
             )
         )
-        if self.config.after_compaction_end is not None:
-            yield CallHook(
-                self.config.after_compaction_end, (outcome.tokens_before, outcome.tokens_after)
-            )
+        after = self.hooks.after_compaction_end
+        if after is not None:
+            yield CallHook(after, (outcome.tokens_before, outcome.tokens_after))
 
     def _end_turn(self, turn: _Turn) -> Phase:
         assert turn.assistant is not None
         yield self._turn_end(turn)
         self.turn = None
-        if self.config.after_turn is not None:
-            yield CallHook(self.config.after_turn, (self.context.view(), turn.assistant.usage))
+        after_turn = self.hooks.after_turn
+        if after_turn is not None:
+            yield CallHook(after_turn, (self.context.view(), turn.assistant.usage))
 
     def _turn_end(self, turn: _Turn) -> TurnEnd:
         assert turn.assistant is not None
@@ -1220,27 +1123,11 @@ class LoopCore:
                 turn.assistant = new
         for state in turn.calls:
             if state.result is None:
-                state.result, state.is_error = ToolResult.text(call_text), True
+                state.result, state.outcome = ToolResult.text(call_text), ToolOutcome.CANCELLED
             if not state.ended:
                 if not state.started:
-                    events.append(
-                        ToolExecutionStart(
-                            loop_id=loop_id,
-                            tool_call_id=state.call.id,
-                            tool_name=state.call.name,
-                            args=state.call.arguments,
-                        )
-                    )
-                events.append(
-                    ToolExecutionEnd(
-                        loop_id=loop_id,
-                        tool_call_id=state.call.id,
-                        tool_name=state.call.name,
-                        result=state.result,
-                        is_error=state.is_error,
-                        child_loop_id=state.result.child_loop_id,
-                    )
-                )
+                    events.append(self._start_event(state))
+                events.append(self._end_event(state))
                 state.started = state.ended = True
             if state.after_hook_due:  # run after its end event, if the run goes on
                 state.after_hook_due = False

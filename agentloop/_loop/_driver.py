@@ -56,26 +56,23 @@ from .._types import (
     Message,
     TextContent,
     ToolCall,
+    ToolOutcome,
     ToolResultMessage,
     UserMessage,
 )
 from .._util import HookFailure, describe_exception, raise_single, require_trio, single_leaf
 from ..providers import ProviderError
 from ._config import AgentLoopConfig
-from ._core import (
+from ._core import DEADLINE_TEXT, TURN_DEADLINE_TEXT, LoopCore, copy_arguments, user_messages
+from ._protocol import (
     CHECKPOINT,
-    DEADLINE_TEXT,
-    TURN_DEADLINE_TEXT,
     AskModel,
     CallHook,
     CallState,
     Compact,
-    LoopCore,
     ModelFailed,
     Phase,
     RunCalls,
-    copy_arguments,
-    user_messages,
 )
 from ._registry import ToolEntry
 
@@ -97,14 +94,15 @@ async def run_tool_call(
     on_progress: Any = None,
     on_usage: Any = None,
     on_request: Any = None,
-) -> tuple[ToolResult, bool]:
-    """Run one tool call under trio: ``(result, is_error)``, never an ``Exception``.
+) -> tuple[ToolResult, ToolOutcome]:
+    """Run one tool call under trio: ``(result, outcome)``, never an ``Exception``.
 
     The call runs in its own cancel scope whose deadline is ``timeout``; a
     timeout becomes :class:`ToolTimeout`, the scope cancelled by the tool a
-    :class:`ToolCancelled`, a :class:`ToolError` its message, any other
-    ``Exception`` its type and message. ``BaseException``\\ s (``Cancelled`` from
-    outside, ``KeyboardInterrupt``, a hook's failure) propagate.
+    :class:`ToolCancelled`, a :class:`ToolError` its message (and its
+    ``outcome``), any other ``Exception`` its type and message (``ERROR``).
+    ``BaseException``\\ s (``Cancelled`` from outside, ``KeyboardInterrupt``, a
+    hook's failure) propagate.
     """
     deadline = math.inf if timeout is None else trio.current_time() + timeout
     scope = trio.CancelScope(deadline=deadline)
@@ -129,15 +127,15 @@ async def run_tool_call(
         )
     if error is None:
         assert isinstance(result, ToolResult)
-        return result, False
+        return result, ToolOutcome.OK
     if isinstance(error, ToolError):
         failure = ToolResult(
             (TextContent(str(error)),), details=error.details, child_loop_id=error.child_loop_id
         )
-    else:
-        log.debug("tool %r raised", call.name, exc_info=error)
-        failure = ToolResult.text(describe_exception(error))
-    return failure, True
+        outcome = error.outcome  # a subclass's own outcome: an error one, or ERROR
+        return failure, outcome if outcome.is_error else ToolOutcome.ERROR
+    log.debug("tool %r raised", call.name, exc_info=error)
+    return ToolResult.text(describe_exception(error)), ToolOutcome.ERROR
 
 
 class _Reporter:
@@ -503,21 +501,21 @@ class TrioDriver:
         place: _Place | ToolResult | None,
     ) -> None:
         if isinstance(place, ToolResult):
-            await self.drive(self.core.call_ended(state, place, True))
+            await self.drive(self.core.call_ended(state, place, ToolOutcome.ERROR))
             return
         tel = self._tel
         if tel is None:
-            result, is_error = await self._execute(state, entry, timeout, place)
+            result, outcome = await self._execute(state, entry, timeout, place)
         else:  # in the call's span: a sub-agent's run nests under it
             span = tel.tool_started(state.call)
             self._traced_calls.add(state.call.id)
             try:
-                result, is_error = await self._execute(state, entry, timeout, place)
+                result, outcome = await self._execute(state, entry, timeout, place)
             except BaseException as error:
-                tel.tool_ended(span, None, True, error)
+                tel.tool_ended(span, None, ToolOutcome.ERROR, error)
                 raise
-            tel.tool_ended(span, result, is_error, None)
-        await self.drive(self.core.call_ended(state, result, is_error))
+            tel.tool_ended(span, result, outcome, None)
+        await self.drive(self.core.call_ended(state, result, outcome))
 
     async def _execute(
         self,
@@ -525,7 +523,7 @@ class TrioDriver:
         entry: ToolEntry,
         timeout: float | None,  # noqa: ASYNC109 - passed to run_tool_call
         place: _Place | None,
-    ) -> tuple[ToolResult, bool]:
+    ) -> tuple[ToolResult, ToolOutcome]:
         """Wait for the call's place if it queued, run it, give the place back."""
         if place is not None and place.reason is not None:
             # (ToolCallQueued is sent.) Waiting is cancelled like the call itself (an

@@ -17,9 +17,9 @@ from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
 
 from .._errors import AgentloopError
 from .._names import check_tool_name
+from .._provider import OutputFormat, ToolDefinition
 from .._text import MAX_JSON_DEPTH, JSONTooDeep, loads
 from .._types import ToolCall
-from ..providers import OutputFormat, ToolDefinition
 from ._registry import Checker, _validator_for, check_arguments
 
 if TYPE_CHECKING:

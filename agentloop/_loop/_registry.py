@@ -9,12 +9,12 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from .._check import check_number
+from .._provider import ToolDefinition
 from .._schedule import Claim, claim_of
 from .._text import JSONTooDeep, loads
 from .._tool import AgentTool, InvalidArgs, tool_traits
 from .._types import ToolCall
 from .._words import plural
-from ..providers import ToolDefinition
 
 __all__ = ["Checker", "ToolEntry", "ToolRegistry", "check_arguments", "tool_traits"]
 

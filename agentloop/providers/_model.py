@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import enum
 import os
 from collections.abc import Mapping
 from typing import Any, Literal
 
 import attrs
 
+from .._provider import ThinkingLevel as ThinkingLevel
 from .._types import Usage
 
 __all__ = [
@@ -25,21 +25,6 @@ __all__ = [
 
 #: When the preset prices below were read off the providers' pricing pages.
 PRICES_AS_OF = "2026-11"
-
-
-class ThinkingLevel(enum.Enum):
-    """How much the model should reason before it answers.
-
-    Each provider maps the level to its own setting: Anthropic to a thinking
-    budget or an effort, OpenAI to ``reasoning_effort`` (Chat Completions) or
-    ``reasoning.effort`` (Responses). ``OFF`` sends nothing.
-    """
-
-    OFF = "off"
-    MINIMAL = "minimal"
-    LOW = "low"
-    MEDIUM = "medium"
-    HIGH = "high"
 
 
 class Secret:

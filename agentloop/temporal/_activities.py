@@ -13,12 +13,12 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError, CancelledError
 
 from .._events import StreamDelta
-from .._loop import ToolRegistry, run_tool_call
-from .._tool import ToolResult, tool_traits
-from .._types import AssistantMessage, Message, ToolCall, Usage
+from .._loop import ToolRegistry, model_request, run_tool_call
+from .._tool import ToolNotFound, ToolResult, tool_traits
+from .._types import AssistantMessage, Message, ToolCall, ToolOutcome, Usage
 from .._util import raise_single
 from .._words import plural
-from ..providers import ModelRequest, ProviderError
+from ..providers import ProviderError
 from ..serialization import from_dict, to_dict
 from ..session import NOT_RUN_AGAIN
 from ._agents import factory
@@ -82,16 +82,8 @@ def model_activity(
     """
     agent = factory(agent_name)
     config = agent.config
-    output = config.output_type
-    tools = _definitions(agent)
-    request = ModelRequest(
-        system_prompt=agent.system_prompt,
-        messages=_history(key, base, messages),
-        tools=tools if output is None else output.request_tools(tools),
-        max_tokens=config.max_tokens,
-        temperature=config.temperature,
-        thinking=config.thinking_level,
-        output=None if output is None else output.request_format,
+    request = model_request(
+        config, agent.system_prompt, _history(key, base, messages), _definitions(agent)
     )
 
     async def ignore(delta: StreamDelta) -> None:
@@ -116,8 +108,9 @@ def model_activity(
 
 @activity.defn(name="agentloop.tool", no_thread_cancel_exception=True)
 def tool_activity(agent_name: str, call: dict[str, Any], loop_id: str) -> dict[str, Any]:
-    """Run one tool call of the agent; ``{"result": ToolResult, "is_error": bool, "usage":
-    [[model, Usage], ...]}`` as JSON (``usage``: what the tool paid for, ``count_usage``).
+    """Run one tool call of the agent; ``{"result": ToolResult, "is_error": bool, "outcome":
+    ToolOutcome, "usage": [[model, Usage], ...]}`` as JSON (``usage``: what the tool paid
+    for, ``count_usage``).
 
     A second attempt (the worker running the first died: its heartbeats
     stopped) runs the tool again only if it is ``replay_safe``; any other
@@ -129,7 +122,7 @@ def tool_activity(agent_name: str, call: dict[str, Any], loop_id: str) -> dict[s
     tool_call = from_dict(call, ToolCall)
     tool = next((tool for tool in agent.tools if tool.name == tool_call.name), None)
     if tool is None:
-        return _answer(ToolResult.text(f"Tool not found: {tool_call.name}"), True)
+        return _answer(ToolResult.text(str(ToolNotFound(tool_call.name))), ToolOutcome.NOT_FOUND)
     traits = tool_traits(tool)
     attempt = activity.info().attempt
     if attempt > 1:
@@ -141,7 +134,7 @@ def tool_activity(agent_name: str, call: dict[str, Any], loop_id: str) -> dict[s
             "replay-safe, run again" if traits.replay_safe else "not run again",
         )
         if not traits.replay_safe:
-            return _answer(ToolResult.text(NOT_RUN_AGAIN), True)
+            return _answer(ToolResult.text(NOT_RUN_AGAIN), ToolOutcome.NOT_RUN_AGAIN)
     timeout = traits.timeout if traits.timeout is not None else agent.config.tool_timeout
 
     async def progress(text: str) -> None:
@@ -152,8 +145,8 @@ def tool_activity(agent_name: str, call: dict[str, Any], loop_id: str) -> dict[s
     def count(usage: Usage, model: str) -> None:
         paid.append([model, to_dict(usage)])
 
-    async def run() -> tuple[ToolResult, bool] | None:
-        outcome: tuple[ToolResult, bool] | None = None
+    async def run() -> tuple[ToolResult, ToolOutcome] | None:
+        outcome: tuple[ToolResult, ToolOutcome] | None = None
         async with trio.open_nursery() as nursery:
             nursery.start_soon(_heartbeat, nursery.cancel_scope)
             outcome = await run_tool_call(
@@ -188,8 +181,8 @@ def _trio_run(main: Callable[[], Awaitable[T]]) -> T:
         raise_single(group)
 
 
-def _answer(result: ToolResult, is_error: bool) -> dict[str, Any]:
-    return {"result": to_dict(result), "is_error": is_error}
+def _answer(result: ToolResult, outcome: ToolOutcome) -> dict[str, Any]:
+    return {"result": to_dict(result), "is_error": outcome.is_error, "outcome": outcome.value}
 
 
 async def _heartbeat(scope: trio.CancelScope) -> None:

@@ -22,14 +22,23 @@ from .._loop import (
     AskModel,
     CallHook,
     CallState,
+    Hooks,
     LoopCore,
     ModelFailed,
+    Phase,
     RunCalls,
     RunCounts,
-    ToolEntry,
 )
 from .._tool import ToolResult
-from .._types import AssistantMessage, Message, ToolResultMessage, Usage, UserMessage, clock_ms
+from .._types import (
+    AssistantMessage,
+    Message,
+    ToolOutcome,
+    ToolResultMessage,
+    Usage,
+    UserMessage,
+    clock_ms,
+)
 from ..serialization import from_dict, to_dict
 from ._activities import HEARTBEAT, HISTORY_MISSING
 from ._agents import factory
@@ -69,6 +78,7 @@ _TAKEN = frozenset(
         "output_type",  # checking and building the answer is deterministic
     }
 )
+_NO_HOOKS = Hooks()
 
 
 def _workflow_config(name: str, config: AgentLoopConfig) -> AgentLoopConfig:
@@ -76,18 +86,27 @@ def _workflow_config(name: str, config: AgentLoopConfig) -> AgentLoopConfig:
 
     A workflow must be deterministic: a hook, an approver or a journal would run
     inside it on every replay, and compaction would ask the model outside an activity.
+    The hooks are refused, not run: what a hook does (a log line, a counter, a
+    veto read from elsewhere) would happen again at every replay.
     """
-    refused = [
-        field.name
+    refused: list[str] = []
+    if config.hooks != _NO_HOOKS:
+        hooks = config.hooks
+        given = [field.name for field in attrs.fields(Hooks) if getattr(hooks, field.name)]
+        refused.append(f"hooks must be empty (it sets {', '.join(given)})")
+    refused += [
+        f"{field.name} must be None"
         for field in attrs.fields(AgentLoopConfig)
-        if field.name not in _TAKEN and getattr(config, field.name) is not None
+        if field.name not in _TAKEN
+        and field.name != "hooks"
+        and getattr(config, field.name) is not None
     ]
     if config.permissions is not None and config.permissions.approver is not None:
-        refused.append("permissions.approver")
+        refused.append("permissions.approver must be None")
     if refused:
         raise ApplicationError(
-            f"agent {name!r} cannot run on Temporal: its {', '.join(refused)} would run "
-            "inside the workflow, which must be deterministic; leave them out of its factory",
+            f"agent {name!r} cannot run on Temporal: {'; '.join(refused)}. They would run "
+            "inside the workflow, which must be deterministic: leave them out of its factory",
             non_retryable=True,
         )
     return config
@@ -103,7 +122,7 @@ class AgentRun:
 
     The agent's hooks, permission approver, journal and compaction would run
     inside the workflow: an agent that sets any is refused (a non-retryable
-    error naming them); its permission rules apply. Signals ``steer`` and
+    error naming them: "hooks must be empty..."); its permission rules apply. Signals ``steer`` and
     ``follow_up`` (a text) queue messages with the semantics of ``Agent.steer``
     / ``Agent.follow_up``; the query ``events``
     (a start index) returns the run's events from there, as JSON. Cancelling
@@ -174,20 +193,7 @@ class AgentRun:
         if await self._drive(core, core.start(prompts)):
             if carried is not None:  # a continuation: one AgentStart, counts go on
                 del self._events[-1]
-                core.carry(
-                    RunCounts(
-                        int(carried["turn_index"]),
-                        int(carried["turns_done"]),
-                        from_dict(carried["usage"], Usage),
-                        int(carried["tokens_used"]),
-                        float(carried["started_at"]),
-                        int(carried["requests"]),
-                        {
-                            model: from_dict(usage, Usage)
-                            for model, usage in carried["usage_by_model"].items()
-                        },
-                    )
-                )
+                core.carry(from_dict(carried, RunCounts))
             try:
                 await self._drive(core, core.turns())
             except _ContinueAsNew:
@@ -214,32 +220,21 @@ class AgentRun:
             ),
         }
 
-    def _continuation(self, spec: dict[str, Any], core: Any, first: int) -> dict[str, Any]:
+    def _continuation(self, spec: dict[str, Any], core: LoopCore, first: int) -> dict[str, Any]:
         """The input of the run that goes on from here, in a new workflow execution."""
-        counts = core.counts()
         return {
             "agent": self._agent,
             "prompts": [],
             "history": [to_dict(message) for message in core.context.messages],
             "first": first,
-            "carry": {
-                "turn_index": counts.turn_index,
-                "turns_done": counts.turns_done,
-                "usage": to_dict(counts.usage),
-                "tokens_used": counts.tokens_used,
-                "started_at": counts.started_at,
-                "requests": counts.requests,
-                "usage_by_model": {
-                    model: to_dict(usage) for model, usage in counts.usage_by_model.items()
-                },
-            },
+            "carry": to_dict(core.counts()),
             "events_offset": self._offset + len(self._events),
             "steering": [message.text for message in self._steering],
             "follow_up": [message.text for message in self._follow_up],
             "continue_after": self._continue_after,
         }
 
-    def _should_continue_as_new(self, core: Any) -> bool:
+    def _should_continue_as_new(self, core: LoopCore) -> bool:
         """At a turn's end: is the history long, and will the loop ask the model next?"""
         info = workflow.info()
         long = (
@@ -249,7 +244,7 @@ class AgentRun:
         messages = core.context.messages
         return long and bool(messages) and isinstance(messages[-1], ToolResultMessage)
 
-    async def _drive(self, core: Any, phase: Any) -> Any:
+    async def _drive(self, core: LoopCore, phase: Phase) -> Any:
         outcome: Any = None
         while True:
             try:
@@ -270,7 +265,7 @@ class AgentRun:
             elif isinstance(action, AskModel):
                 outcome = await self._ask(action)
             elif isinstance(action, RunCalls):
-                await self._run_calls(core, action.calls)
+                await self._run_calls(core, action)
             else:  # pragma: no cover - Compact is refused with the config
                 raise AssertionError(f"unknown action {action!r}")
 
@@ -309,9 +304,7 @@ class AgentRun:
             cancellation_type=workflow.ActivityCancellationType.TRY_CANCEL,
         )
 
-    async def _run_calls(
-        self, core: Any, calls: tuple[tuple[CallState, ToolEntry, float | None], ...]
-    ) -> None:
+    async def _run_calls(self, core: LoopCore, action: RunCalls) -> None:
         async def one(state: CallState, limit: float | None) -> None:
             seconds = limit if limit is not None else DEFAULT_TOOL_TIMEOUT
             answer = await workflow.execute_activity(
@@ -328,9 +321,9 @@ class AgentRun:
             # What the tool paid for (sampling): the run's, counted once the call ends.
             for model, usage in answer.get("usage", ()):
                 core.count_tool_usage(from_dict(usage, Usage), model)
-            await self._drive(core, core.call_ended(state, result, bool(answer["is_error"])))
+            await self._drive(core, core.call_ended(state, result, _outcome(answer)))
 
-        tasks = [asyncio.ensure_future(one(state, limit)) for state, _entry, limit in calls]
+        tasks = [asyncio.ensure_future(one(state, limit)) for state, _entry, limit in action.calls]
         try:
             await asyncio.gather(*tasks)
         except BaseException:
@@ -339,3 +332,10 @@ class AgentRun:
                 task.cancel()
             await asyncio.wait(tasks)
             raise
+
+
+def _outcome(answer: dict[str, Any]) -> ToolOutcome:
+    """A tool activity's outcome (an answer recorded before outcomes: from ``is_error``)."""
+    if "outcome" in answer:
+        return ToolOutcome(answer["outcome"])
+    return ToolOutcome.ERROR if answer["is_error"] else ToolOutcome.OK

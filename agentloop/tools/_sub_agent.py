@@ -68,7 +68,6 @@ from .._loop import (
     LoopSettings,
     ToolRegistry,
     agent_loop,
-    call_hook,
     configure,
 )
 from .._schedule import Claim
@@ -85,7 +84,7 @@ from .._types import (
     TextContent,
     Usage,
 )
-from .._util import HookFailure, describe_exception, raise_single
+from .._util import HookFailure, call_hook, describe_exception, raise_single
 from ..providers import Provider
 from ..serialization import to_dict
 from ._prun import prun_tools

@@ -37,7 +37,7 @@ from agentloop.mcp import (
     StdioServer,
     open_mcp,
 )
-from agentloop.mcp._requests import LOG_LEVELS
+from agentloop.mcp._request_values import LOG_LEVELS
 from agentloop.providers import ScriptedProvider, call, reply
 from agentloop.testing import collect_events
 

@@ -45,10 +45,10 @@ from ._config import McpConfig as McpConfig
 from ._open import McpServers as McpServers
 from ._open import open_mcp as open_mcp
 from ._open import open_mcp_servers as open_mcp_servers
-from ._requests import Elicitation as Elicitation
-from ._requests import ElicitationAnswer as ElicitationAnswer
-from ._requests import McpLogMessage as McpLogMessage
-from ._requests import McpRoot as McpRoot
+from ._request_values import Elicitation as Elicitation
+from ._request_values import ElicitationAnswer as ElicitationAnswer
+from ._request_values import McpLogMessage as McpLogMessage
+from ._request_values import McpRoot as McpRoot
 from ._sampling import McpSampling as McpSampling
 from ._sampling import ModelPreferences as ModelPreferences
 from ._sampling import SamplingRequest as SamplingRequest

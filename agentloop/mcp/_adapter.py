@@ -17,7 +17,8 @@ from .._schedule import NO_CLAIM, Claim
 from .._tool import ToolContext, ToolError, ToolResult
 from .._types import TextContent
 from .._util import call_hook, raise_single
-from ._base import ServerHost, all_pages, public
+from ._base import all_pages, public
+from ._config import ServerHost
 from ._content import convert_result
 
 if TYPE_CHECKING:

@@ -8,21 +8,16 @@ an MCP tool needs it.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from typing import Any, TypeVar
 
 from .._errors import AgentloopError
 from .._tool import ToolError
-
-if TYPE_CHECKING:
-    from .._secrets import Redactor
-    from ._config import McpConfig
 
 __all__ = [
     "DEFAULT_MAX_RESULT_BYTES",
     "McpAuthError",
     "McpConnectionError",
     "McpRequestError",
-    "ServerHost",
     "all_pages",
     "public",
 ]
@@ -43,19 +38,6 @@ def public(value: _T) -> _T:
     """
     value.__module__ = "agentloop.mcp"
     return value
-
-
-class ServerHost(Protocol):
-    """What a part made for a connection (a tool, a tool list) reads of it: an ``McpConnection``."""
-
-    name: str
-    prefix: str | None
-
-    @property
-    def config(self) -> McpConfig: ...
-
-    @property
-    def redactor(self) -> Redactor: ...
 
 
 async def all_pages(fetch: Callable[[str | None], Awaitable[Any]], field: str) -> list[Any]:

@@ -12,19 +12,19 @@ from __future__ import annotations
 import os
 import warnings
 from collections.abc import Callable, Iterable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import attrs
 
 from .._check import number_field
 from ._base import DEFAULT_MAX_RESULT_BYTES, public
-from ._requests import LOG_LEVELS, ElicitationHandler, LogHandler, McpRoot
+from ._request_values import LOG_LEVELS, ElicitationHandler, LogHandler, McpRoot
 from ._sampling import McpSampling
 
-if TYPE_CHECKING:  # the MCP SDK loads with the first connection
-    from ._connection import McpConnection
+if TYPE_CHECKING:
+    from .._secrets import Redactor
 
-__all__ = ["McpConfig", "config_with"]
+__all__ = ["McpConfig", "ServerHost", "config_with"]
 
 #: Seconds a tool call (or a resource or prompt request) may take, by default.
 DEFAULT_CALL_TIMEOUT = 300.0
@@ -152,7 +152,8 @@ class McpConfig:
     roots: tuple[McpRoot, ...] | None = attrs.field(default=None, converter=_roots)
     on_log: LogHandler | None = None
     log_level: str | None = attrs.field(default=None, validator=_check_log_level)
-    on_tools_changed: Callable[[McpConnection], Any] | None = None
+    # Given the McpConnection; typed Any here: the connection's module imports this one.
+    on_tools_changed: Callable[[Any], Any] | None = None
     on_resource_updated: Callable[[str], Any] | None = None
 
 
@@ -187,3 +188,16 @@ def config_with(config: McpConfig | None, options: Mapping[str, Any], caller: st
         stacklevel=3,  # the line that called ``caller``
     )
     return attrs.evolve(config, **options)
+
+
+class ServerHost(Protocol):
+    """What a part made for a connection (a tool, a tool list) reads of it: an ``McpConnection``."""
+
+    name: str
+    prefix: str | None
+
+    @property
+    def config(self) -> McpConfig: ...
+
+    @property
+    def redactor(self) -> Redactor: ...

@@ -28,7 +28,8 @@ from ._base import public
 from ._config import McpConfig, config_with
 from ._http import server_secrets
 from ._link import Link, ProgressSink
-from ._requests import McpRoot, ServerRequests
+from ._request_values import McpRoot
+from ._requests import ServerRequests
 from ._resource_tools import McpResourceTool, resource_tools_of
 from ._resource_values import McpPrompt, McpResource, McpResourceContents, McpResourceTemplate
 from ._resources import Resources

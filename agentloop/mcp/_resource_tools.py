@@ -12,7 +12,8 @@ from .._names import model_tool_name
 from .._schedule import Claim
 from .._tool import ToolContext, ToolResult
 from .._types import TextContent
-from ._base import McpRequestError, ServerHost, public
+from ._base import McpRequestError, public
+from ._config import ServerHost
 from ._resource_values import capped, resource_line, template_line
 
 if TYPE_CHECKING:

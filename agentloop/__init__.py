@@ -82,14 +82,14 @@ from ._loop import Output as Output
 from ._loop import OutputError as OutputError
 from ._loop import agent_loop as agent_loop
 from ._loop import agent_loop_continue as agent_loop_continue
-from ._schedule import Claim as Claim
-from ._schedule import Schedule as Schedule
 from ._tool import AgentTool as AgentTool
 from ._tool import Batched as Batched
+from ._tool import Claim as Claim
 from ._tool import ExecutionStrategy as ExecutionStrategy
 from ._tool import InvalidArgs as InvalidArgs
 from ._tool import Parallel as Parallel
 from ._tool import ProgressCallback as ProgressCallback
+from ._tool import Schedule as Schedule
 from ._tool import Sequential as Sequential
 from ._tool import ToolCancelled as ToolCancelled
 from ._tool import ToolContext as ToolContext
@@ -114,12 +114,12 @@ from ._util import TrioRequiredError as TrioRequiredError
 from .providers import ThinkingLevel as ThinkingLevel
 
 if _typing.TYPE_CHECKING:
-    from ._function_tool import FunctionTool as FunctionTool
-    from ._function_tool import tool as tool
-    from ._permissions import Approver as Approver
-    from ._permissions import PermissionRequest as PermissionRequest
-    from ._permissions import PermissionRule as PermissionRule
-    from ._permissions import Permissions as Permissions
+    from ._tool import Approver as Approver
+    from ._tool import FunctionTool as FunctionTool
+    from ._tool import PermissionRequest as PermissionRequest
+    from ._tool import PermissionRule as PermissionRule
+    from ._tool import Permissions as Permissions
+    from ._tool import tool as tool
 
 __version__ = "0.1.0.dev0"
 
@@ -243,16 +243,11 @@ _LAZY = ("Approver", "FunctionTool", "PermissionRequest", "PermissionRule", "Per
 
 
 def __getattr__(name: str) -> _typing.Any:
-    if name in ("FunctionTool", "tool"):
-        from . import _function_tool
-
-        value = getattr(_function_tool, name)
-    elif name in ("Approver", "PermissionRequest", "PermissionRule", "Permissions"):
-        from . import _permissions
-
-        value = getattr(_permissions, name)
-    else:
+    if name not in _LAZY:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from . import _tool
+
+    value = getattr(_tool, name)
     globals()[name] = value
     return value
 

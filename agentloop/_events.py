@@ -18,11 +18,11 @@ from typing import Any, TypeAlias
 
 import attrs
 
-from ._tool import ToolResult
 from ._types import (
     AssistantMessage,
     Message,
     ToolOutcome,
+    ToolResult,
     ToolResultMessage,
     Usage,
     now_ms,

@@ -15,13 +15,13 @@ import attrs
 
 from ._events import StreamDelta, StreamRestart, ToolCallDelta
 from ._text import needs_scrub, scrub, scrub_json
-from ._tool import ToolResult
 from ._types import (
     AssistantMessage,
     Message,
     TextContent,
     ThinkingContent,
     ToolCall,
+    ToolResult,
     ToolResultMessage,
 )
 

@@ -15,6 +15,7 @@ from typing import Any, ClassVar, TypeAlias, overload
 import attrs
 
 __all__ = [
+    "ToolResult",
     "AssistantContent",
     "AssistantMessage",
     "Content",
@@ -328,3 +329,29 @@ class ToolResultMessage:
 
 
 Message: TypeAlias = UserMessage | AssistantMessage | ToolResultMessage
+
+
+@attrs.frozen
+class ToolResult:
+    """What a tool returns: ``content`` for the model, ``details`` for the application.
+
+    ``details`` is any JSON-compatible value; it is never sent to the model.
+    ``child_loop_id`` is set by tools that run a child agent loop.
+
+    >>> ToolResult.text("42 files")
+    ToolResult(content=(TextContent(text='42 files'),), details=None, child_loop_id=None)
+    """
+
+    content: tuple[ToolResultContent, ...] = attrs.field(converter=_result_content)
+    details: Any = None
+    child_loop_id: str | None = None
+
+    @classmethod
+    def text(cls, text: str, *, details: Any = None) -> ToolResult:
+        """Build a result holding one text block."""
+        return cls((TextContent(text),), details=details)
+
+    @property
+    def text_content(self) -> str:
+        """The text blocks of ``content``, joined by newlines."""
+        return "\n".join(block.text for block in self.content if isinstance(block, TextContent))

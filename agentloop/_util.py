@@ -11,7 +11,6 @@ from ._errors import AgentloopError
 __all__ = [
     "HookFailure",
     "call_hook",
-    "describe_exception",
     "TrioRequiredError",
     "leaves",
     "raise_single",
@@ -128,21 +127,6 @@ def raise_single(error: BaseException, *, unwrap_hooks: bool = True) -> NoReturn
         leaf.__cause__, leaf.__context__ = cause, context
         leaf.__suppress_context__ = suppress
         del leaf
-
-
-def describe_exception(error: BaseException) -> str:
-    """The text an error result shows for an exception: a ToolError's message, else
-    ``"<Type>: <message>"`` (a group standing for one exception, as that one)."""
-    from ._tool import ToolError
-
-    if isinstance(error, ToolError):
-        return str(error)
-    if isinstance(error, BaseExceptionGroup):
-        leaf = single_leaf(error)
-        if leaf is not None:
-            return describe_exception(leaf)
-    message = str(error)
-    return f"{type(error).__name__}: {message}" if message else type(error).__name__
 
 
 async def call_hook(hook: Callable[..., Any], *args: Any) -> Any:

@@ -38,7 +38,7 @@ import trio.lowlevel
 import trio.testing
 
 import agentloop as al
-from agentloop._schedule import Claim, Scheduler, Ticket
+from agentloop._tool._schedule import Claim, Scheduler, Ticket
 from agentloop.providers import ScriptedProvider, call, reply
 from agentloop.tools import SubAgentTool
 

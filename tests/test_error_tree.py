@@ -14,7 +14,7 @@ import pytest
 
 import agentloop
 from agentloop import AgentloopError
-from agentloop._json_schema import Unsupported, compile_type
+from agentloop._tool._schema import Unsupported, compile_type
 
 ROOT = Path(__file__).resolve().parent.parent
 

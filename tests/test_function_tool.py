@@ -15,7 +15,7 @@ import jsonschema
 import pytest
 import trio
 
-import agentloop._function_tool
+import agentloop._tool._function
 from agentloop import (
     Agent,
     AgentTool,
@@ -1334,7 +1334,7 @@ async def test_agent_reports_an_exception_from_the_function() -> None:
 
 def test_module_exports() -> None:
     """The module exports exactly ``tool`` and ``FunctionTool``."""
-    assert agentloop._function_tool.__all__ == ["FunctionTool", "tool"]
+    assert agentloop._tool._function.__all__ == ["FunctionTool", "tool"]
 
 
 # --------------------------------------------------------------------------- records

@@ -51,9 +51,9 @@ def test_import_agentloop_loads_none_of_the_heavy_packages() -> None:
 def test_import_agentloop_leaves_its_optional_parts_for_later() -> None:
     # @tool (and its JSON Schema compiler), permissions, the HTTP providers and retries.
     lazy = [
-        "agentloop._function_tool",
-        "agentloop._json_schema",
-        "agentloop._permissions",
+        "agentloop._tool._function",
+        "agentloop._tool._schema",
+        "agentloop._tool._permissions",
         "agentloop.providers._anthropic",
         "agentloop.providers._http",
         "agentloop.providers._openai",
@@ -149,7 +149,7 @@ def test_the_lazy_names_resolve() -> None:
         "True",
         "True",
         "True",
-        "agentloop._function_tool agentloop._permissions",
+        "agentloop._tool._function agentloop._tool._permissions",
         "agentloop.providers._retry 7.0",
         "agentloop.mcp agentloop.mcp",
         "True",

@@ -26,8 +26,8 @@ from mcp_crowded_server import NAME, build_crowded_server
 
 import agentloop as al
 import agentloop.mcp._adapter as adapter_module
-from agentloop._loop._registry import ToolRegistry, _plain
-from agentloop._names import UniqueNames
+from agentloop._tool._names import UniqueNames
+from agentloop._tool._registry import ToolRegistry, _plain
 from agentloop.mcp import McpConfig, McpConnectionError, StdioServer, open_mcp
 from agentloop.mcp._adapter import ADAPT_BATCH, adapt_tools
 from agentloop.openapi import OpenApiToolAdapter

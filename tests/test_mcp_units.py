@@ -26,7 +26,7 @@ import pytest
 from mcp_servers import ALL_CONTENT_BLOCKS, PNG_BYTES, WAV_BYTES
 
 from agentloop import AgentTool, ImageContent, TextContent
-from agentloop._names import model_tool_name as tool_name
+from agentloop._tool._names import model_tool_name as tool_name
 from agentloop.mcp import (
     HttpServer,
     McpConfig,

@@ -8,7 +8,7 @@ import jsonschema
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from agentloop._loop._registry import _quick_check
+from agentloop._tool._registry import _quick_check
 
 TYPES = ["string", "integer", "number", "boolean", "null", "array", "object"]
 NAMES = st.sampled_from(["a", "b", "c", "path", "n"])

@@ -12,8 +12,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import agentloop as al
-from agentloop._schedule import Claim, Scheduler, Ticket
 from agentloop._tool import tool_traits
+from agentloop._tool._schedule import Claim, Scheduler, Ticket
 from agentloop.providers import ScriptedProvider, call, reply
 from agentloop.testing import EventRecorder, assert_well_formed
 from agentloop.tools import SubAgentTool

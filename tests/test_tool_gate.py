@@ -510,7 +510,7 @@ def test_schema_that_is_not_json_is_refused() -> None:
 
 def test_equal_schemas_share_one_compiled_validator() -> None:
     """Fresh tool instances with an equal schema reuse the compiled validator."""
-    from agentloop._loop._registry import compile_schema as _compile
+    from agentloop._tool._registry import compile_schema as _compile
 
     first = Echo(parameters_schema={"type": "object", "properties": {"q": {"type": "string"}}})
     second = Echo(parameters_schema={"properties": {"q": {"type": "string"}}, "type": "object"})

@@ -38,8 +38,8 @@ from .. import _events as ev
 from .._agent import Agent
 from .._instructions import project_instructions
 from .._loop import ExecutionLimits
-from .._permissions import Permissions
 from .._secrets import redact_urls
+from .._tool import Permissions
 from .._types import AssistantMessage, StopReason, UserMessage
 from .._visible import visible, visible_line
 from ..providers import RetryConfig

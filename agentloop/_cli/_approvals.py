@@ -15,7 +15,7 @@ import trio
 
 from .. import _events as ev
 from .._channel import EventReceiver
-from .._permissions import Approver, PermissionRequest
+from .._tool import Approver, PermissionRequest
 from ._elicit import ask_form, form_fields
 from ._input import Prompter
 from ._setup import describe_request

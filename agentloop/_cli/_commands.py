@@ -7,9 +7,8 @@ import shlex
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from .._permissions import Permissions
 from .._secrets import redact_url
-from .._tool import AgentTool
+from .._tool import AgentTool, Permissions
 from .._words import plural
 from ..session import SessionInfo
 

@@ -337,7 +337,7 @@ def _trust(file: _File, table: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _permissions(file: _File, table: Mapping[str, Any]) -> dict[str, Any]:
-    from .._permissions import PermissionRule
+    from .._tool import PermissionRule
 
     found: dict[str, Any] = {}
     for key in table:

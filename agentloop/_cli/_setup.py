@@ -12,9 +12,8 @@ import trio
 
 from .._errors import AgentloopError
 from .._instructions import ProjectInstructions
-from .._permissions import Approver, PermissionRequest, Permissions
 from .._text import loads
-from .._tool import AgentTool
+from .._tool import AgentTool, Approver, PermissionRequest, Permissions
 from .._visible import visible_line
 from ..openapi import OpenApiConfig, OpenApiError, OpenApiToolAdapter
 from ..tools import DEFAULT_PROTECT, Sandbox, default_tools

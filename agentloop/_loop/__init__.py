@@ -4,6 +4,7 @@ drivers (:mod:`._protocol`), the trio driver, the configuration.
 Exports what other modules of agentloop import, and nothing else.
 """
 
+from .._tool import ToolRegistry as ToolRegistry
 from ._config import AfterCompactionHook as AfterCompactionHook
 from ._config import AfterLoopHook as AfterLoopHook
 from ._config import AfterToolHook as AfterToolHook
@@ -41,7 +42,6 @@ from ._protocol import Phase as Phase
 from ._protocol import RunCalls as RunCalls
 from ._protocol import RunCounts as RunCounts
 from ._protocol import model_request as model_request
-from ._registry import ToolRegistry as ToolRegistry
 
 __all__ = [
     "CHECKPOINT",

@@ -11,13 +11,12 @@ from .._check import number_field
 from .._context import CompactionConfig
 from .._events import AgentEvent
 from .._provider import Provider, ThinkingLevel
-from .._schedule import Schedule
-from .._tool import ExecutionStrategy, Parallel
+from .._tool import ExecutionStrategy, Parallel, Schedule
 from .._types import Message, Usage, UserMessage
 from ._output import Output, as_output
 
 if TYPE_CHECKING:  # an annotation only: permissions load when an application uses them
-    from .._permissions import Permissions
+    from .._tool import Permissions
 
 __all__ = [
     "AfterCompactionHook",

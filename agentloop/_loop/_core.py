@@ -56,7 +56,17 @@ from .._events import (
 )
 from .._scrub import scrub_delta, scrub_message, scrub_result
 from .._text import scrub
-from .._tool import Batched, Sequential, ToolError, ToolNotFound, ToolResult
+from .._tool import (
+    Batched,
+    Sequential,
+    ToolEntry,
+    ToolError,
+    ToolNotFound,
+    ToolRegistry,
+    ToolResult,
+    check_arguments,
+    tool_traits,
+)
 from .._types import (
     ZERO_USAGE,
     AssistantContent,
@@ -84,7 +94,6 @@ from ._protocol import (
     model_request,
     offered_tools,
 )
-from ._registry import ToolEntry, ToolRegistry, check_arguments, tool_traits
 from ._stream import PartialMessage
 
 __all__ = [

@@ -41,15 +41,21 @@ from .._events import (
     TurnEnd,
     TurnStart,
 )
-from .._schedule import NO_CLAIM, Scheduler, Ticket, current_scheduler, use_scheduler
 from .._tool import (
+    NO_CLAIM,
     AgentTool,
+    Scheduler,
+    Ticket,
     ToolCancelled,
     ToolContext,
+    ToolEntry,
     ToolError,
     ToolResult,
     ToolTimeout,
+    current_scheduler,
+    describe_exception,
     format_duration,
+    use_scheduler,
 )
 from .._types import (
     AssistantMessage,
@@ -60,7 +66,7 @@ from .._types import (
     ToolResultMessage,
     UserMessage,
 )
-from .._util import HookFailure, describe_exception, raise_single, require_trio, single_leaf
+from .._util import HookFailure, raise_single, require_trio, single_leaf
 from ..providers import ProviderError
 from ._config import AgentLoopConfig
 from ._core import DEADLINE_TEXT, TURN_DEADLINE_TEXT, LoopCore, copy_arguments, user_messages
@@ -74,7 +80,6 @@ from ._protocol import (
     Phase,
     RunCalls,
 )
-from ._registry import ToolEntry
 
 __all__ = ["TrioDriver", "agent_loop", "agent_loop_continue", "run_tool_call"]
 

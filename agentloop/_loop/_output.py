@@ -16,11 +16,10 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
 
 from .._errors import AgentloopError
-from .._names import check_tool_name
 from .._provider import OutputFormat, ToolDefinition
 from .._text import MAX_JSON_DEPTH, JSONTooDeep, loads
+from .._tool import Checker, check_arguments, check_tool_name, validator_for
 from .._types import ToolCall
-from ._registry import Checker, _validator_for, check_arguments
 
 if TYPE_CHECKING:
     import cattrs
@@ -169,7 +168,7 @@ class Output(Generic[T]):
             def build(value: Any) -> Any:
                 return value
         else:
-            from .._json_schema import Unsupported, compile_type, type_name
+            from .._tool import Unsupported, compile_type, type_name
 
             try:
                 schema, _ = compile_type(type, ())
@@ -204,7 +203,7 @@ class Output(Generic[T]):
             else schema
         )
         self.strict = _is_strict(self.wire_schema)
-        self._checker: Checker = _validator_for(
+        self._checker: Checker = validator_for(
             json.dumps(self.wire_schema, sort_keys=True, allow_nan=False)
         )
         self._build = build
@@ -214,7 +213,7 @@ class Output(Generic[T]):
         self.format = OutputFormat(name, self.wire_schema, strict=self.strict)
 
     def __repr__(self) -> str:
-        from .._json_schema import type_name
+        from .._tool import type_name
 
         kind = "schema" if isinstance(self.type, Mapping) else type_name(self.type)
         return f"Output({kind}, mode={self.mode!r}, name={self.name!r}, retries={self.retries})"

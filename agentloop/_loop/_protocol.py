@@ -54,9 +54,8 @@ import attrs
 from .._context import CompactionConfig
 from .._events import AgentEvent
 from .._provider import ModelRequest, ToolDefinition
-from .._tool import ToolResult
+from .._tool import ToolEntry, ToolResult
 from .._types import Message, ToolCall, ToolOutcome, Usage
-from ._registry import ToolEntry
 
 if TYPE_CHECKING:
     from ._config import AgentLoopConfig

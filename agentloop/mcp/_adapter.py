@@ -12,9 +12,15 @@ import attrs
 import mcp.types as mcp_types
 import trio
 
-from .._names import UniqueNames, model_tool_name
-from .._schedule import NO_CLAIM, Claim
-from .._tool import ToolContext, ToolError, ToolResult
+from .._tool import (
+    NO_CLAIM,
+    Claim,
+    ToolContext,
+    ToolError,
+    ToolResult,
+    UniqueNames,
+    model_tool_name,
+)
 from .._types import TextContent
 from .._util import call_hook, raise_single
 from ._base import all_pages, public

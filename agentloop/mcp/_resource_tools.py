@@ -8,9 +8,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import attrs
 import mcp.types as mcp_types
 
-from .._names import model_tool_name
-from .._schedule import Claim
-from .._tool import ToolContext, ToolResult
+from .._tool import Claim, ToolContext, ToolResult, model_tool_name
 from .._types import TextContent
 from ._base import McpRequestError, public
 from ._config import ServerHost

@@ -14,7 +14,7 @@ import attrs
 import trio
 
 from .._check import check_number
-from .._permissions import Permissions
+from .._tool import Permissions
 from .._types import (
     AssistantMessage,
     ImageContent,

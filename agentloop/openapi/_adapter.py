@@ -16,10 +16,9 @@ import attrs
 import httpx2
 import trio
 
-from .._schedule import NO_CLAIM, Claim
 from .._secrets import Redactor, header_secrets, redact_url, redact_urls, url_secrets
 from .._text import loads
-from .._tool import ToolContext, ToolError, ToolResult, format_duration
+from .._tool import NO_CLAIM, Claim, ToolContext, ToolError, ToolResult, format_duration
 from .._types import ImageContent, TextContent, ToolResultContent
 from .._util import require_trio
 from ._build import Builder

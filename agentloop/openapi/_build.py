@@ -6,7 +6,7 @@ import re
 from typing import Any
 from urllib.parse import urljoin, urlsplit
 
-from .._names import UniqueNames, model_tool_name
+from .._tool import UniqueNames, model_tool_name
 from ._config import OpenApiConfig, OperationFilter
 from ._plan import Body, Operation, Param, Security
 from ._schema import SchemaConverter

@@ -56,8 +56,15 @@ import trio
 
 from .._check import number_field
 from .._process import end_group, start
-from .._schedule import NO_CLAIM, Claim
-from .._tool import InvalidArgs, ToolContext, ToolError, ToolResult, format_duration
+from .._tool import (
+    NO_CLAIM,
+    Claim,
+    InvalidArgs,
+    ToolContext,
+    ToolError,
+    ToolResult,
+    format_duration,
+)
 from ._environ import DEFAULT_ENV_DENY, filter_environment
 from ._sandbox import Sandbox, SandboxStatus, as_sandbox, failure_message, warn_unavailable
 from ._workspace import Workspace, as_workspace

@@ -70,13 +70,14 @@ from .._loop import (
     agent_loop,
     configure,
 )
-from .._schedule import Claim
 from .._tool import (
     AgentTool,
+    Claim,
     InvalidArgs,
     ToolContext,
     ToolError,
     ToolResult,
+    describe_exception,
     tool_traits,
 )
 from .._types import (
@@ -84,7 +85,7 @@ from .._types import (
     TextContent,
     Usage,
 )
-from .._util import HookFailure, call_hook, describe_exception, raise_single
+from .._util import HookFailure, call_hook, raise_single
 from ..providers import Provider
 from ..serialization import to_dict
 from ._prun import prun_tools

@@ -38,8 +38,7 @@ from typing import Any, ClassVar
 import trio
 from trio.lowlevel import RunVar
 
-from .._schedule import NO_CLAIM, Claim
-from .._tool import ToolError
+from .._tool import NO_CLAIM, Claim, ToolError
 
 __all__ = [
     "SKIP_DIRS",

@@ -17,7 +17,7 @@ from typing import Annotated, Any, Literal, TypeAlias
 
 import attrs
 
-from ._errors import AgentloopError
+from .._errors import AgentloopError
 
 __all__ = [
     "NO_DEFAULT",

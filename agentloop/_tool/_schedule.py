@@ -26,8 +26,8 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from ._check import number_field
-from ._words import plural
+from .._check import number_field
+from .._words import plural
 
 if TYPE_CHECKING:  # trio loads with the driver: the loop core imports the values here
     import trio

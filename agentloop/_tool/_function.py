@@ -16,8 +16,10 @@ from typing import Any, Generic, ParamSpec, TypeVar, overload
 
 import attrs
 
-from ._check import check_number
-from ._json_schema import (
+from .._check import check_number
+from .._types import ImageContent, TextContent
+from ._protocol import ToolContext, ToolError, ToolResult
+from ._schema import (
     NO_DEFAULT,
     Convert,
     Unsupported,
@@ -26,8 +28,6 @@ from ._json_schema import (
     strip_annotated,
     type_name,
 )
-from ._tool import ToolContext, ToolError, ToolResult
-from ._types import ImageContent, TextContent
 
 __all__ = ["FunctionTool", "tool"]
 

@@ -10,13 +10,20 @@ from typing import Any
 
 from .._check import check_number
 from .._provider import ToolDefinition
-from .._schedule import Claim, claim_of
 from .._text import JSONTooDeep, loads
-from .._tool import AgentTool, InvalidArgs, tool_traits
 from .._types import ToolCall
 from .._words import plural
+from ._protocol import AgentTool, InvalidArgs, tool_traits
+from ._schedule import Claim, claim_of
 
-__all__ = ["Checker", "ToolEntry", "ToolRegistry", "check_arguments", "tool_traits"]
+__all__ = [
+    "Checker",
+    "ToolEntry",
+    "ToolRegistry",
+    "check_arguments",
+    "tool_traits",
+    "validator_for",
+]
 
 _QUOTE_LIMIT = 2000
 
@@ -217,7 +224,7 @@ def _plain(schema: object, depth: int = 0) -> bool:
 
 
 @functools.lru_cache(maxsize=1024)
-def _validator_for(schema_json: str) -> Checker:
+def validator_for(schema_json: str) -> Checker:
     import jsonschema.validators  # on first use: it costs ~20 ms at import
 
     schema = json.loads(schema_json)
@@ -250,7 +257,7 @@ def compile_schema(tool: AgentTool) -> Any:
     import jsonschema.exceptions
 
     try:
-        validator = _validator_for(schema_json)
+        validator = validator_for(schema_json)
     except jsonschema.exceptions.SchemaError as error:
         raise ValueError(
             f"tool {tool.name!r} has an invalid parameters_schema: {error.message}"

@@ -2,19 +2,21 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeAlias, runtime_checkable
 
 import attrs
 
-from ._errors import AgentloopError
+from .._errors import AgentloopError
+from .._types import ToolOutcome, ToolResult, Usage
+from .._util import single_leaf
 from ._schedule import Claim, claim_of
-from ._types import TextContent, ToolOutcome, ToolResultContent, Usage
 
 if TYPE_CHECKING:  # trio loads with the driver: the loop core imports the values here
     import trio
 
 __all__ = [
+    "describe_exception",
     "AgentTool",
     "Batched",
     "ExecutionStrategy",
@@ -33,36 +35,6 @@ __all__ = [
     "format_duration",
     "tool_traits",
 ]
-
-
-def _result_content(value: Iterable[ToolResultContent]) -> tuple[ToolResultContent, ...]:
-    return tuple(value)
-
-
-@attrs.frozen
-class ToolResult:
-    """What a tool returns: ``content`` for the model, ``details`` for the application.
-
-    ``details`` is any JSON-compatible value; it is never sent to the model.
-    ``child_loop_id`` is set by tools that run a child agent loop.
-
-    >>> ToolResult.text("42 files")
-    ToolResult(content=(TextContent(text='42 files'),), details=None, child_loop_id=None)
-    """
-
-    content: tuple[ToolResultContent, ...] = attrs.field(converter=_result_content)
-    details: Any = None
-    child_loop_id: str | None = None
-
-    @classmethod
-    def text(cls, text: str, *, details: Any = None) -> ToolResult:
-        """Build a result holding one text block."""
-        return cls((TextContent(text),), details=details)
-
-    @property
-    def text_content(self) -> str:
-        """The text blocks of ``content``, joined by newlines."""
-        return "\n".join(block.text for block in self.content if isinstance(block, TextContent))
 
 
 UpdateCallback: TypeAlias = Callable[[ToolResult], Awaitable[None]]
@@ -396,3 +368,16 @@ class Batched:
 
 
 ExecutionStrategy: TypeAlias = Sequential | Parallel | Batched
+
+
+def describe_exception(error: BaseException) -> str:
+    """The text an error result shows for an exception: a ToolError's message, else
+    ``"<Type>: <message>"`` (a group standing for one exception, as that one)."""
+    if isinstance(error, ToolError):
+        return str(error)
+    if isinstance(error, BaseExceptionGroup):
+        leaf = single_leaf(error)
+        if leaf is not None:
+            return describe_exception(leaf)
+    message = str(error)
+    return f"{type(error).__name__}: {message}" if message else type(error).__name__

@@ -54,8 +54,8 @@ from typing import Any, Literal, TypeAlias
 
 import attrs
 
-from ._tool import tool_traits
-from ._util import call_hook
+from .._util import call_hook
+from ._protocol import tool_traits
 
 __all__ = ["Approver", "PermissionRequest", "PermissionRule", "Permissions"]
 

@@ -15,7 +15,6 @@ from ._check import check_number
 from ._context import (
     AgentContext,
     TokenEstimator,
-    context_window_of,
     estimate_tokens,
 )
 from ._events import AgentEnd, AgentEvent
@@ -23,11 +22,9 @@ from ._loop import (
     AgentLoopConfig,
     LoopSettings,
     OutputError,
-    ToolRegistry,
     TrioDriver,
-    check_output_name,
+    check_setup,
     configure,
-    prun_queue_of,
     user_messages,
 )
 from ._tool import AgentTool
@@ -119,8 +116,6 @@ class Agent:
             from .tools import prun_tools
 
             tools += tuple(prun_tools())
-        registry = ToolRegistry(tools)  # fail now, not at the first prompt
-        prun_queue_of(tools)
         self._context = AgentContext(
             system_prompt, messages, tools, token_estimator=token_estimator
         )
@@ -131,10 +126,7 @@ class Agent:
             get_steering_messages=self._take_steering,
             get_follow_up_messages=self._take_follow_up,
         )
-        if self.config.compaction is not None:  # fail now, not at the first prompt
-            context_window_of(self.config.compaction, self.config.provider)
-        if self.config.output_type is not None:
-            check_output_name(registry, self.config.output_type)
+        check_setup(tools, self.config)  # fail now, not at the first prompt
         self.steering_mode = steering_mode
         self.follow_up_mode = follow_up_mode
         self.agent_id = agent_id or os.urandom(6).hex()  # (uuid costs 1.4 ms of import)
@@ -184,10 +176,7 @@ class Agent:
     def tools(self, value: Iterable[AgentTool]) -> None:
         self._check_idle("change the tools")
         tools = tuple(value)
-        registry = ToolRegistry(tools)
-        prun_queue_of(tools)
-        if self.config.output_type is not None:
-            check_output_name(registry, self.config.output_type)
+        check_setup(tools, self.config)
         self._context.tools = tools
 
     @property

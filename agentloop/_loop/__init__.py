@@ -23,8 +23,7 @@ from ._config import MessageSource as MessageSource
 from ._config import OnErrorHook as OnErrorHook
 from ._config import configure as configure
 from ._core import LoopCore as LoopCore
-from ._core import check_output_name as check_output_name
-from ._core import prun_queue_of as prun_queue_of
+from ._core import check_setup as check_setup
 from ._core import user_messages as user_messages
 from ._driver import TrioDriver as TrioDriver
 from ._driver import agent_loop as agent_loop
@@ -76,10 +75,9 @@ __all__ = [
     "agent_loop",
     "agent_loop_continue",
     "as_output",
-    "check_output_name",
+    "check_setup",
     "configure",
     "model_request",
-    "prun_queue_of",
     "run_tool_call",
     "user_messages",
 ]

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any, Final
+from typing import Any, Final, NamedTuple
 
 import attrs
 
@@ -57,6 +57,7 @@ from .._events import (
 from .._scrub import scrub_delta, scrub_message, scrub_result
 from .._text import scrub
 from .._tool import (
+    AgentTool,
     Batched,
     Sequential,
     ToolEntry,
@@ -101,6 +102,7 @@ __all__ = [
     "TURN_DEADLINE_TEXT",
     "LoopCore",
     "check_output_name",
+    "check_setup",
     "copy_arguments",
     "prun_queue_of",
     "user_messages",
@@ -190,6 +192,37 @@ def _with_unique_call_ids(message: AssistantMessage, loop_id: str, turn: int) ->
     return attrs.evolve(message, content=tuple(content))
 
 
+class RunSetup(NamedTuple):
+    """What a run's tools and configuration make, checked once: see :func:`check_setup`."""
+
+    registry: ToolRegistry
+    prun_queue: PrunQueue | None
+    context_window: int  # 0 without compaction
+
+
+def check_setup(tools: Iterable[AgentTool], config: AgentLoopConfig) -> RunSetup:
+    """The run's tools by name, their prun queue, and the context window compaction
+    measures against: the one check of a run's setup, made by the loop core for each
+    run, and ahead of time by ``Agent`` and ``SubAgentTool`` so that a mistake fails
+    where it is made, not at the first prompt.
+
+    Raises:
+        ValueError, TypeError: a tool is invalid or two share a name (as
+            :class:`ToolRegistry` says), the prun tools share no queue, a tool has
+            the final-result tool's name, or compaction is set for a model whose
+            context window is unknown.
+    """
+    tools = tuple(tools)
+    registry = ToolRegistry(tools)
+    prun_queue = prun_queue_of(tools)
+    if config.output_type is not None:
+        check_output_name(registry, config.output_type)
+    window = 0
+    if config.compaction is not None:
+        window = context_window_of(config.compaction, config.provider)
+    return RunSetup(registry, prun_queue, window)
+
+
 def prun_queue_of(tools: Iterable[object]) -> PrunQueue | None:
     """The queue the run's prun tools share, if it has any; ValueError if they share none."""
     queues: dict[int, PrunQueue] = {}
@@ -277,11 +310,8 @@ class LoopCore:
         self.context = context
         self.config = config
         self.hooks = config.hooks
-        self.registry = ToolRegistry(context.tools)
-        self.prun_queue = prun_queue_of(context.tools)
+        self.registry, self.prun_queue, self.context_window = check_setup(context.tools, config)
         self.output: Output[Any] | None = config.output_type
-        if self.output is not None:
-            check_output_name(self.registry, self.output)
         self.output_value: Any = _NO_OUTPUT  # the accepted answer
         self.end_output: Any = None  # AgentEnd.output
         self.output_update: OutputUpdate | None = None  # for the driver, after a delta
@@ -289,11 +319,6 @@ class LoopCore:
         self._output_errors: dict[str, str] = {}  # final-result call id -> what is wrong
         self._output_reader: tuple[str, PartialJSON] | None = None  # (call id or "", reader)
         self._output_shown: Any = _NO_OUTPUT  # the partial value of the last OutputUpdate
-        self.context_window = (
-            0
-            if config.compaction is None
-            else context_window_of(config.compaction, config.provider)
-        )
         self.loop_id = loop_id
         self.parent_loop_id = parent_loop_id
         self._now = now

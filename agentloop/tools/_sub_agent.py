@@ -51,7 +51,7 @@ import attrs
 import trio
 
 from .._check import check_number
-from .._context import AgentContext, context_window_of
+from .._context import AgentContext
 from .._events import (
     AgentEnd,
     AgentEvent,
@@ -66,8 +66,8 @@ from .._loop import (
     AgentLoopConfig,
     ExecutionLimits,
     LoopSettings,
-    ToolRegistry,
     agent_loop,
+    check_setup,
     configure,
 )
 from .._tool import (
@@ -263,7 +263,6 @@ class SubAgentTool:
                     f"'{tool.name}'; use SubAgentTool(..., prun=True), which gives each call "
                     "its own prun tools"
                 )
-        ToolRegistry((*child_tools, *prun_tools()) if prun else child_tools)
         given = dict(settings)
         if given.get("limits") is None and not isinstance(provider, AgentLoopConfig):
             given["limits"] = ExecutionLimits(
@@ -277,8 +276,7 @@ class SubAgentTool:
             get_steering_messages=None,
             get_follow_up_messages=None,
         )
-        if config.compaction is not None:  # fail now, not at the first call
-            context_window_of(config.compaction, config.provider)
+        check_setup((*child_tools, *prun_tools()) if prun else child_tools, config)
         self.__attrs_init__(
             name=name,
             provider=config.provider,

@@ -111,6 +111,7 @@ from ._types import ToolResultMessage as ToolResultMessage
 from ._types import Usage as Usage
 from ._types import UserMessage as UserMessage
 from ._util import TrioRequiredError as TrioRequiredError
+from ._util import claim_public_home as _claim_public_home
 from .providers import ThinkingLevel as ThinkingLevel
 
 if _typing.TYPE_CHECKING:
@@ -248,9 +249,13 @@ def __getattr__(name: str) -> _typing.Any:
     from . import _tool
 
     value = getattr(_tool, name)
+    _claim_public_home({name: value}, (name,), __name__, from_=("agentloop._",))
     globals()[name] = value
     return value
 
 
 def __dir__() -> list[str]:
     return sorted({*globals(), *_LAZY})
+
+
+_claim_public_home(globals(), __all__, __name__, from_=("agentloop._",))

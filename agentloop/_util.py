@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable, Iterator
+import types
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any, NoReturn
 
 from ._errors import AgentloopError
@@ -140,3 +141,51 @@ async def call_hook(hook: Callable[..., Any], *args: Any) -> Any:
     if inspect.isawaitable(result):
         result = await result
     return result
+
+
+def claim_public_home(
+    namespace: dict[str, Any], names: Iterable[str], home: str, *, from_: tuple[str, ...]
+) -> None:
+    """Give the classes and functions among ``names`` whose ``__module__`` starts with
+    one of ``from_`` (private modules) the public module ``home`` as their
+    ``__module__``, as trio and httpx do: tracebacks, ``repr`` and pickles then name
+    ``agentloop.Agent``, where users import it from. Names not yet in ``namespace``
+    (loaded lazily) are left to the lazy loader, which calls this again."""
+    for name in names:
+        value = namespace.get(name)
+        if not isinstance(value, type | types.FunctionType):
+            continue
+        module = getattr(value, "__module__", None)
+        if isinstance(module, str) and module.startswith(from_):
+            _resolve_annotations(value)
+            value.__module__ = home
+
+
+def _resolve_annotations(value: type | types.FunctionType) -> None:
+    """Evaluate ``value``'s string annotations in its own module, before it moves:
+    ``typing.get_type_hints`` (cattrs, Temporal's converter) reads them in the
+    module ``__module__`` names, where a private alias (``UserContent``) is not."""
+    import typing
+
+    owners = (
+        [klass for klass in value.__mro__ if "__annotations__" in vars(klass)]
+        if (isinstance(value, type))
+        else [value]
+    )
+    for owner in owners:
+        if owner.__module__ != value.__module__:
+            continue  # a base from elsewhere keeps its own
+        try:
+            hints = typing.get_type_hints(
+                owner, include_extras=True, localns=vars(owner) if isinstance(owner, type) else None
+            )
+        except Exception:  # a name only TYPE_CHECKING imports: left as written
+            continue
+        own = (
+            vars(owner).get("__annotations__") if isinstance(owner, type) else owner.__annotations__
+        )
+        if own is None:
+            continue
+        for name in own:
+            if name in hints:
+                own[name] = hints[name]

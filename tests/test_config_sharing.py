@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import typing
 from typing import Any
 
 import attrs
@@ -9,21 +10,18 @@ import pytest
 from helpers import Echo
 
 import agentloop as al
-from agentloop._loop import LoopSettings
+from agentloop._loop import LoopSettings, _config
 from agentloop.providers import ScriptedProvider, call, reply
 from agentloop.tools import SubAgentTool
 
 QUEUES = {"provider", "get_steering_messages", "get_follow_up_messages"}
 
 
-def annotations(value: Any) -> dict[str, str]:
-    """``value``'s annotations as their source text (a TypedDict's are forward references)."""
-    found = getattr(value, "__annotations__", {})
-    return {
-        name: note if isinstance(note, str) else note.__forward_arg__
-        for name, note in found.items()
-        if name != "return"
-    }
+def annotations(value: Any) -> dict[str, Any]:
+    """``value``'s annotations, evaluated (the types themselves, whoever wrote them)."""
+    names = {**vars(_config), **{name: getattr(al, name) for name in al.__all__}}
+    found = typing.get_type_hints(value, localns=names, include_extras=True)
+    return {name: note for name, note in found.items() if name != "return"}
 
 
 def test_the_settings_are_exactly_the_configs_keywords_but_provider_and_queues() -> None:

@@ -123,13 +123,14 @@ def test_the_lazy_names_resolve() -> None:
         import agentloop.mcp as mcp
         from agentloop.providers import AnthropicProvider, OpenAIProvider, OpenAIResponsesProvider
         print(AnthropicProvider.__module__, OpenAIProvider.__module__)
-        print(OpenAIResponsesProvider.__module__)
+        print(OpenAIResponsesProvider.__module__, "agentloop.providers._responses" in sys.modules)
         print("httpx2" in sys.modules, "mcp" in sys.modules)
         print(providers.AnthropicProvider is AnthropicProvider)
         print(all(name in dir(providers) for name in providers.__all__))
         print(all(name in dir(mcp) for name in mcp.__all__))
         print(all(name in dir(agentloop) for name in agentloop.__all__))
         print(agentloop.tool.__module__, agentloop.Permissions.__module__)
+        print(*(f"agentloop._tool.{m}" in sys.modules for m in ("_function", "_permissions")))
         print(providers.RetryConfig.__module__, providers.parse_retry_after("7"))
         print(mcp.McpToolAdapter.__module__, mcp.McpConnection.__module__)
         print("mcp" in sys.modules)
@@ -142,15 +143,16 @@ def test_the_lazy_names_resolve() -> None:
         """
     )
     assert lines == [
-        "agentloop.providers._anthropic agentloop.providers._openai",
-        "agentloop.providers._responses",
+        "agentloop.providers agentloop.providers",
+        "agentloop.providers True",
         "True False",
         "True",
         "True",
         "True",
         "True",
-        "agentloop._tool._function agentloop._tool._permissions",
-        "agentloop.providers._retry 7.0",
+        "agentloop agentloop",
+        "True True",
+        "agentloop.providers 7.0",
         "agentloop.mcp agentloop.mcp",
         "True",
         "True",

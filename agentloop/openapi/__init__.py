@@ -15,6 +15,7 @@
 
 from __future__ import annotations
 
+from .._util import claim_public_home
 from ._adapter import OpenApiToolAdapter as OpenApiToolAdapter
 from ._config import Credential as Credential
 from ._config import OpenApiConfig as OpenApiConfig
@@ -23,8 +24,4 @@ from ._spec import OpenApiError as OpenApiError
 
 __all__ = ["Credential", "OpenApiConfig", "OpenApiError", "OpenApiToolAdapter", "OperationFilter"]
 
-# The public classes' home is this package, as in trio and httpx: tracebacks, reprs
-# and pickles name agentloop.openapi.OpenApiConfig, not the module that defines it.
-for _value in (OpenApiConfig, OpenApiError, OpenApiToolAdapter, OperationFilter):
-    _value.__module__ = __name__
-del _value
+claim_public_home(globals(), __all__, __name__, from_=("agentloop.openapi._",))

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from .._util import claim_public_home
 from ._base import Emit as Emit
 from ._base import ModelRequest as ModelRequest
 from ._base import OutputFormat as OutputFormat
@@ -125,9 +126,16 @@ def __getattr__(name: str) -> Any:
         from ._retry import parse_retry_after as value
     else:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    claim_public_home({name: value}, (name,), __name__, from_=_OWN)
     globals()[name] = value
     return value
 
 
 def __dir__() -> list[str]:
     return sorted({*globals(), *_LAZY})
+
+
+# The public home of the names defined in this package's modules and in the provider
+# contract (agentloop._provider) is this package.
+_OWN = ("agentloop.providers._", "agentloop._provider")
+claim_public_home(globals(), __all__, __name__, from_=_OWN)

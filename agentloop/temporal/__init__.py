@@ -23,6 +23,7 @@ The client is asyncio; from trio, run it through :class:`AsyncioThread`.
 See docs/concepts/durable.md.
 """
 
+from .._util import claim_public_home
 from ._agents import AgentFactory as AgentFactory
 from ._agents import load_agents as load_agents
 from ._client import AsyncioThread as AsyncioThread
@@ -50,3 +51,6 @@ __all__ = [
     "start_run",
     "steer",
 ]
+
+
+claim_public_home(globals(), __all__, __name__, from_=("agentloop.temporal._",))

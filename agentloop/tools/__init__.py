@@ -1,6 +1,7 @@
 """Built-in tools: a shell, files, edits, listing and search (confined to one directory),
 the prun tools, and sub-agents."""
 
+from .._util import claim_public_home
 from ._bash import DEFAULT_DENY as DEFAULT_DENY
 from ._bash import BashTool as BashTool
 from ._defaults import default_tools as default_tools
@@ -44,3 +45,6 @@ __all__ = [
     "prun_tools",
     "sandbox_status",
 ]
+
+
+claim_public_home(globals(), __all__, __name__, from_=("agentloop.tools._",))

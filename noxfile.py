@@ -13,13 +13,13 @@ nox.options.sessions = ["tests", "lint", "typecheck"]
 PYPROJECT = nox.project.load_toml("pyproject.toml")
 PYTHONS = ["3.11", "3.12", "3.13"]
 ONCE = [
-    "test_conformance.py",
+    "mcp/test_conformance.py",
     "test_benchmarks.py",
-    "test_openapi_hostile.py",
-    "test_cli_mcp.py",
-    "test_cli_output.py",
-    "test_cli_sandbox.py",
-    "test_cli_settings.py",
+    "openapi/test_openapi_hostile.py",
+    "cli/test_cli_mcp.py",
+    "cli/test_cli_output.py",
+    "cli/test_cli_sandbox.py",
+    "cli/test_cli_settings.py",
 ]
 
 

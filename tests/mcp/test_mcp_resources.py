@@ -63,6 +63,9 @@ from mcp.types import (
     Tool,
     UnsubscribeRequestParams,
 )
+
+if __name__ == "__main__":  # run as a server script: the shared helpers are one folder up
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from server_common import png_1x1
 
 import agentloop as al

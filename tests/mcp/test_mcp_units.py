@@ -38,7 +38,7 @@ from agentloop.mcp import (
 )
 from agentloop.mcp._content import convert_result, describe_size
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parent.parent.parent
 PNG_B64 = base64.b64encode(PNG_BYTES).decode("ascii")
 WAV_B64 = base64.b64encode(WAV_BYTES).decode("ascii")
 

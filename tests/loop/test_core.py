@@ -29,7 +29,7 @@ from agentloop._loop._protocol import (
 )
 from agentloop.testing import assert_well_formed
 
-LOOP = Path(__file__).resolve().parent.parent / "agentloop" / "_loop"
+LOOP = Path(__file__).resolve().parent.parent.parent / "agentloop" / "_loop"
 SCHEMA = {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}
 
 

@@ -263,7 +263,7 @@ async def test_max_tokens_caps_what_the_server_asks() -> None:
     assert [r.max_tokens for r in helper.requests] == [64]
 
 
-FLOOD_SERVER = Path(__file__).with_name("mcp_flood_server.py")
+FLOOD_SERVER = Path(__file__).parent.parent / "mcp_flood_server.py"
 LIMIT_TEXT = "Max tokens reached (2100/2000)"
 
 

@@ -36,7 +36,7 @@ from agentloop.providers._openai import OpenAIProvider
 from agentloop.providers.sse import ServerSentEvent
 
 KEY = "sk-test-OPENAI-SECRET-42"
-FIXTURES = Path(__file__).parent / "fixtures" / "openai"
+FIXTURES = Path(__file__).parent.parent / "fixtures" / "openai"
 
 OPENAI = ModelConfig.openai("gpt-5.4", api_key=KEY)
 LLAMA = ModelConfig.openai_compatible("qwen3-8b", "http://127.0.0.1:8080/v1", provider="llama.cpp")

@@ -19,7 +19,7 @@ from sse_server import Reply, serve
 import agentloop as al
 from agentloop.openapi import OpenApiConfig, OpenApiError, OpenApiToolAdapter
 
-DATA = Path(__file__).parent / "data" / "openapi"
+DATA = Path(__file__).parent.parent / "data" / "openapi"
 PETSTORE: dict[str, Any] = yaml.safe_load((DATA / "petstore-3.0.yaml").read_text())
 MUSEUM: dict[str, Any] = yaml.safe_load((DATA / "museum-3.1.yaml").read_text())
 CONFIG = OpenApiConfig(base_url="http://api.test")

@@ -32,7 +32,7 @@ from agentloop._cli._settings import (
 from agentloop._cli._setup import make_permissions
 from agentloop._cli._trust import load_settings
 
-MCP_SERVERS = Path(__file__).parent / "mcp_servers.py"
+MCP_SERVERS = Path(__file__).parent.parent / "mcp_servers.py"
 
 
 def write(path: Path, text: str) -> Path:

@@ -45,8 +45,8 @@ from agentloop._cli._widening import review_project
 from agentloop._visible import visible_line
 from agentloop.tools import sandbox_status
 
-MCP_SERVERS = Path(__file__).parent / "mcp_servers.py"
-FIXTURES = Path(__file__).parent / "fixtures"
+MCP_SERVERS = Path(__file__).parent.parent / "mcp_servers.py"
+FIXTURES = Path(__file__).parent.parent / "fixtures"
 
 
 def write(path: Path, text: str) -> Path:

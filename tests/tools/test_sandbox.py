@@ -518,7 +518,7 @@ def test_ripgrep_rules_are_read_only(dirs: Dirs) -> None:
 
 def test_the_benchmark_runs() -> None:
     """benchmarks/sandbox.py prints its table (timings are not asserted)."""
-    script = Path(__file__).resolve().parent.parent / "benchmarks" / "sandbox.py"
+    script = Path(__file__).resolve().parent.parent.parent / "benchmarks" / "sandbox.py"
     done = subprocess.run(
         [sys.executable, str(script), "--repeat", "1"],
         capture_output=True,

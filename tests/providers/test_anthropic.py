@@ -51,7 +51,7 @@ from agentloop.providers import (
 from agentloop.providers._anthropic import AnthropicProvider
 from agentloop.providers.sse import ServerSentEvent
 
-FIXTURES = Path(__file__).parent / "fixtures" / "anthropic"
+FIXTURES = Path(__file__).parent.parent / "fixtures" / "anthropic"
 KEY = "sk-ant-api03-TEST-SECRET-0123456789"
 MODEL = ModelConfig.anthropic("claude-sonnet-5", api_key=KEY)
 HAIKU = ModelConfig.anthropic("claude-haiku-4-5", api_key=KEY)  # budget thinking

@@ -16,7 +16,7 @@ from sse_server import Reply, serve
 from test_cli import STATUS, run_cli, write_script
 
 ASKING_SERVER = Path(__file__).parent / "mcp_asking_server.py"
-FLOOD_SERVER = Path(__file__).parent / "mcp_flood_server.py"
+FLOOD_SERVER = Path(__file__).parent.parent / "mcp_flood_server.py"
 
 
 def mcp_config(tmp_path: Path) -> Path:

@@ -38,7 +38,7 @@ from agentloop.providers import (
 from agentloop.providers.sse import ServerSentEvent, SSEDecoder
 
 KEY = "sk-test-RESPONSES-SECRET-42"
-FIXTURES = Path(__file__).parent / "fixtures" / "responses"
+FIXTURES = Path(__file__).parent.parent / "fixtures" / "responses"
 
 GPT = ModelConfig.openai_responses("gpt-5.4", api_key=KEY)
 GPT4 = ModelConfig.openai_responses("gpt-4.1", api_key=KEY)  # does not reason

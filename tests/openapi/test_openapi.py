@@ -31,7 +31,7 @@ from agentloop.openapi import _adapter as openapi_adapter
 from agentloop.providers import ScriptedProvider, call, reply
 from agentloop.testing import EventRecorder, assert_well_formed
 
-DATA = Path(__file__).resolve().parent / "data" / "openapi"
+DATA = Path(__file__).resolve().parent.parent / "data" / "openapi"
 BOUND = 30.0
 
 

@@ -31,7 +31,7 @@ from agentloop.providers import (
     base_url_from_env,
 )
 
-FIXTURES = Path(__file__).parent / "fixtures"
+FIXTURES = Path(__file__).parent.parent / "fixtures"
 
 
 def fixture(name: str) -> Reply:

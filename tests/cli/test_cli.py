@@ -60,8 +60,8 @@ from agentloop.session import (
 )
 from agentloop.tools import default_tools
 
-DATA = Path(__file__).parent / "data" / "openapi"
-MCP_SERVERS = Path(__file__).parent / "mcp_servers.py"
+DATA = Path(__file__).parent.parent / "data" / "openapi"
+MCP_SERVERS = Path(__file__).parent.parent / "mcp_servers.py"
 PROMPT = "\u203a"  # the idle prompt, a single right-pointing angle quotation mark
 STATUS = re.compile(r"^\[\d+ turns?, \d+ tokens in, \d+ tokens out\]$")
 SGR = re.compile(r"\x1b\[[0-9;]*m")  # a colour or an attribute, in captured escapes

@@ -53,7 +53,7 @@ from agentloop.providers import (
 anthropic = pytest.importorskip("anthropic")
 openai = pytest.importorskip("openai")
 
-FIXTURES = Path(__file__).parent / "fixtures"
+FIXTURES = Path(__file__).parent.parent / "fixtures"
 PROVIDERS = ("anthropic", "openai")  # the fixture directories this module covers
 # Fixture directories of other APIs, not compared with an SDK here (yet): a new directory
 # must be added to PROVIDERS (with its cases) or here, with the reason.

@@ -9,6 +9,7 @@ answers ``"called <name>"``. It exits when stdin closes.
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -22,6 +23,9 @@ from mcp.types import (
     TextContent,
     Tool,
 )
+
+if __name__ == "__main__":  # run as a server script: the shared helpers are one folder up
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from mcp_servers import _serve_stdio
 
 NAME = "same"

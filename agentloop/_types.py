@@ -119,7 +119,13 @@ class StopReason(enum.Enum):
     The loop produces ``STOP``, ``LENGTH``, ``TOOL_USE``, ``ERROR`` and
     ``ABORTED``; providers also report ``REFUSAL`` (the model declined, for
     safety reasons) and ``PAUSED`` (the API paused a long turn: the loop asks it
-    to go on); the others exist for applications that report them.
+    to go on).
+
+    ``MAX_TURNS``, ``USER_STOP``, ``HANDOFF``, ``GUARD_RAIL`` and
+    ``CONTEXT_COMPACTED`` are the Rust original's, kept so that histories and
+    code written against it still load; agentloop never produces them, and they
+    are deprecated: why a *run* ended is :class:`AgentStop` (``AgentEnd.stop_reason``),
+    not a message's stop reason.
     """
 
     STOP = "stop"

@@ -217,13 +217,18 @@ def _union(args: tuple[Any, ...], seen: tuple[type, ...]) -> tuple[dict[str, Any
     return schema, convert_union
 
 
-def _typed_dict(tp: type, seen: tuple[type, ...]) -> tuple[dict[str, Any], Convert | None]:
+def _field_hints(tp: type, seen: tuple[type, ...]) -> dict[str, Any]:
+    """The resolved type hints of a TypedDict or a record, not already being compiled."""
     if tp in seen:
         raise Unsupported(tp, ": recursive types are not supported")
     try:
-        hints = typing.get_type_hints(tp, include_extras=True)
+        return typing.get_type_hints(tp, include_extras=True)
     except Exception as error:
         raise Unsupported(tp, f": cannot resolve its type hints: {error}") from error
+
+
+def _typed_dict(tp: type, seen: tuple[type, ...]) -> tuple[dict[str, Any], Convert | None]:
+    hints = _field_hints(tp, seen)
     # __required_keys__ misses Required/NotRequired written as strings (PEP 563
     # annotations on Python < 3.14), so the resolved hints have the last word.
     required_keys: frozenset[str] = getattr(tp, "__required_keys__", frozenset())
@@ -255,12 +260,7 @@ def _typed_dict(tp: type, seen: tuple[type, ...]) -> tuple[dict[str, Any], Conve
 
 def _record(tp: type, seen: tuple[type, ...]) -> tuple[dict[str, Any], Convert | None]:
     """An attrs class or a dataclass: an object of its init fields; built by calling it."""
-    if tp in seen:
-        raise Unsupported(tp, ": recursive types are not supported")
-    try:
-        hints = typing.get_type_hints(tp, include_extras=True)
-    except Exception as error:
-        raise Unsupported(tp, f": cannot resolve its type hints: {error}") from error
+    hints = _field_hints(tp, seen)
     # (name in JSON, keyword of __init__, has a default)
     fields: list[tuple[str, str, bool]] = []
     if attrs.has(tp):

@@ -9,6 +9,7 @@ pid. The agents are in ``temporal_agents.py``.
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import select
 import shutil
@@ -156,6 +157,35 @@ async def until(check: Callable[[], bool], limit: float = 60) -> None:
     deadline = time.monotonic() + limit
     while not check():
         assert time.monotonic() < deadline, "timed out waiting"
+        await asyncio.sleep(0.05)
+
+
+def _tool_name(scheduled: Any) -> str | None:
+    """The tool an ``agentloop.tool`` activity runs, read off its scheduled event."""
+    if scheduled.activity_type.name != "agentloop.tool":
+        return None
+    call = json.loads(scheduled.input.payloads[1].data)
+    return str(call["name"])
+
+
+async def until_recorded(handle: Any, tool: str, limit: float = 60) -> None:
+    """Wait (asyncio) until the server's history holds a completed activity for ``tool``."""
+    deadline = time.monotonic() + limit
+    while True:
+        history = await handle.fetch_history()
+        scheduled = {
+            event.event_id
+            for event in history.events
+            if event.HasField("activity_task_scheduled_event_attributes")
+            and _tool_name(event.activity_task_scheduled_event_attributes) == tool
+        }
+        if any(
+            event.activity_task_completed_event_attributes.scheduled_event_id in scheduled
+            for event in history.events
+            if event.HasField("activity_task_completed_event_attributes")
+        ):
+            return
+        assert time.monotonic() < deadline, f"timed out waiting for {tool}'s completion"
         await asyncio.sleep(0.05)
 
 
@@ -423,6 +453,9 @@ def test_a_killed_worker_is_replaced_and_nothing_unsafe_runs_twice(workers: Work
             client, "holding", "Go.", id=f"kill-{uuid.uuid4()}", task_queue=workers.queue
         )
         await until(started.exists)
+        # look's body may have ended before its completion reached the server; only a
+        # recorded completion is one a new worker must not run again.
+        await until_recorded(handle, "look")
         workers.kill(first)
         workers.start()
         begun = time.monotonic()

@@ -19,6 +19,13 @@ import typing as _typing
 from . import _log
 from ._agent import Agent as Agent
 from ._agent import QueueMode as QueueMode
+from ._approval import DEFER as DEFER
+from ._approval import ApprovalError as ApprovalError
+from ._approval import Approve as Approve
+from ._approval import Decision as Decision
+from ._approval import Deny as Deny
+from ._approval import PendingCall as PendingCall
+from ._approval import Suspended as Suspended
 from ._channel import EventReceiver as EventReceiver
 from ._context import AgentContext as AgentContext
 from ._context import CompactionConfig as CompactionConfig
@@ -53,6 +60,8 @@ from ._events import StreamDelta as StreamDelta
 from ._events import StreamRestart as StreamRestart
 from ._events import TextDelta as TextDelta
 from ._events import ThinkingDelta as ThinkingDelta
+from ._events import ToolApprovalDecided as ToolApprovalDecided
+from ._events import ToolApprovalRequested as ToolApprovalRequested
 from ._events import ToolCallDelta as ToolCallDelta
 from ._events import ToolCallDequeued as ToolCallDequeued
 from ._events import ToolCallQueued as ToolCallQueued
@@ -135,6 +144,7 @@ if not any(isinstance(handler, _logging.NullHandler) for handler in _logger.hand
 _log.install()
 
 __all__ = [
+    "DEFER",
     "AfterCompactionHook",
     "AfterLoopHook",
     "AfterToolHook",
@@ -149,6 +159,8 @@ __all__ = [
     "AgentStop",
     "AgentTool",
     "AgentloopError",
+    "ApprovalError",
+    "Approve",
     "Approver",
     "AssistantMessage",
     "Batched",
@@ -163,6 +175,8 @@ __all__ = [
     "CompactionRecord",
     "CompactionStarted",
     "Content",
+    "Decision",
+    "Deny",
     "EntryState",
     "EventReceiver",
     "ExecutionLimits",
@@ -184,6 +198,7 @@ __all__ = [
     "OutputError",
     "OutputUpdate",
     "Parallel",
+    "PendingCall",
     "PermissionRequest",
     "PermissionRule",
     "Permissions",
@@ -202,12 +217,15 @@ __all__ = [
     "StreamDelta",
     "StreamRestart",
     "Summarizer",
+    "Suspended",
     "TextContent",
     "TextDelta",
     "ThinkingContent",
     "ThinkingDelta",
     "ThinkingLevel",
     "TokenEstimator",
+    "ToolApprovalDecided",
+    "ToolApprovalRequested",
     "ToolCall",
     "ToolCallDelta",
     "ToolCallDequeued",

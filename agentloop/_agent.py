@@ -10,6 +10,7 @@ from typing import Any, Unpack
 
 import trio
 
+from ._approval import Decision, PendingCall, Suspended
 from ._channel import EventReceiver
 from ._check import check_number
 from ._context import (
@@ -23,8 +24,10 @@ from ._loop import (
     LoopSettings,
     OutputError,
     TrioDriver,
+    check_not_waiting,
     check_setup,
     configure,
+    resume_of,
     user_messages,
 )
 from ._tool import AgentTool
@@ -180,6 +183,13 @@ class Agent:
         self._context.tools = tools
 
     @property
+    def pending(self) -> tuple[PendingCall, ...]:
+        """The tool calls that await a decision (the last run ended with
+        ``StopKind.AWAITING_APPROVAL``); :meth:`resume` with decisions goes on."""
+        suspended = self._context.suspended
+        return () if suspended is None else suspended.pending
+
+    @property
     def is_running(self) -> bool:
         """Whether a run is going on."""
         return self._running
@@ -274,21 +284,46 @@ class Agent:
         prompts = user_messages(messages, "prompt messages")
         if not prompts:
             raise ValueError("prompt() needs at least one message")
+        check_not_waiting(self._context.suspended)
         return self._session(prompts)
 
-    def resume(self) -> AbstractAsyncContextManager[EventReceiver[AgentEvent]]:
+    def resume(
+        self, decisions: Iterable[Decision] | None = None
+    ) -> AbstractAsyncContextManager[EventReceiver[AgentEvent]]:
         """Go on from the history without a new prompt; yield the channel of the run's events.
 
-        For a history that ends with a user message or with tool results (a
-        session recovered after a crash: see ``Session.recover``): the model
-        answers from there. Otherwise as :meth:`prompt`.
+        After a run that stopped to await approval (:attr:`pending`), give a
+        decision for each pending call, in any order::
+
+            async with agent.resume([call.approve() if ok(call) else call.deny("No.")
+                                     for call in agent.pending]) as events:
+                ...
+
+        The approved calls run (edited arguments checked against the tool's
+        schema), the refused ones get ``"Permission denied: <reason>"``, every
+        call of that reply gets its result in the order the model made them, and
+        the run goes on, counting its limits from where it stopped (the wait is
+        not counted).
+
+        Without pending calls: for a history that ends with a user message or
+        with tool results (a session recovered after a crash: see
+        ``Session.recover``), the model answers from there. Otherwise as
+        :meth:`prompt`.
 
         Raises:
-            ValueError: the history is empty or ends with an assistant message
-                (there is nothing for the model to answer).
+            ApprovalError: calls are pending and ``decisions`` does not decide
+                each exactly once, or names a call that is not pending, or
+                decisions are given where none is pending (the message names the
+                ids); nothing runs.
+            ValueError: nothing is pending, and the history is empty or ends
+                with an assistant message (there is nothing for the model to
+                answer).
             RuntimeError: on entering, if a run is already going on.
             TrioRequiredError: on entering, outside trio.
         """
+        resume = resume_of(self._context, decisions)
+        if resume is not None:
+            return self._session((), resume)
         messages = self._context.messages
         if not messages:
             raise ValueError("resume() needs a history; it is empty")
@@ -301,7 +336,9 @@ class Agent:
 
     @asynccontextmanager
     async def _session(
-        self, prompts: Sequence[UserMessage]
+        self,
+        prompts: Sequence[UserMessage],
+        resume: tuple[Suspended, dict[str, Decision]] | None = None,
     ) -> AsyncIterator[EventReceiver[AgentEvent]]:
         require_trio("Agent.prompt()" if prompts else "Agent.resume()")
         if self._running:
@@ -321,6 +358,12 @@ class Agent:
                 abort_scope=abort_scope,
                 agent_name=self.agent_id,
             )
+            if resume is not None:
+                if self._context.suspended is not resume[0]:
+                    raise RuntimeError(
+                        "the calls awaiting approval changed since resume() was called"
+                    )
+                run.core.resume_with(*resume)
             try:
                 async with trio.open_nursery() as nursery:
                     nursery.start_soon(self._drive, run, prompts, send)

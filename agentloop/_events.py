@@ -18,6 +18,7 @@ from typing import Any, TypeAlias
 
 import attrs
 
+from ._approval import PendingCall, Suspended
 from ._types import (
     AssistantMessage,
     Message,
@@ -51,6 +52,8 @@ __all__ = [
     "ThinkingDelta",
     "ToolCallDelta",
     "ToolCallDequeued",
+    "ToolApprovalDecided",
+    "ToolApprovalRequested",
     "ToolCallQueued",
     "ToolExecutionEnd",
     "ToolExecutionStart",
@@ -143,6 +146,8 @@ class StopKind(enum.Enum):
     VETOED = "vetoed"  #: ``before_loop`` or ``before_turn`` returned False
     OUTPUT_FAILED = "output_failed"  #: no valid structured output within ``Output.retries``
     DEADLINE = "deadline"  #: ``Schedule.run_timeout`` or ``turn_timeout`` passed
+    #: tool calls wait for decisions: ``AgentEnd.pending``, then ``Agent.resume(decisions)``
+    AWAITING_APPROVAL = "awaiting_approval"
 
 
 @attrs.frozen(kw_only=True)
@@ -174,7 +179,9 @@ class AgentEnd(AgentEvent):
     abort, an error...), so code need not read it off the history's text.
     ``output`` is the typed final answer of an agent with an ``output_type``
     (see :class:`~agentloop.Output`), set only when the run completed; else
-    ``None``.
+    ``None``. A run stopped to wait for decisions on tool calls
+    (``StopKind.AWAITING_APPROVAL``) carries where it stopped in ``suspended``;
+    :attr:`pending` lists the calls.
     """
 
     messages: tuple[Message, ...]
@@ -183,6 +190,12 @@ class AgentEnd(AgentEvent):
     stop_reason: AgentStop = attrs.field(factory=lambda: AgentStop(StopKind.COMPLETED))
     usage_by_model: dict[str, Usage] = attrs.field(factory=dict)
     output: Any = None
+    suspended: Suspended | None = None
+
+    @property
+    def pending(self) -> tuple[PendingCall, ...]:
+        """The tool calls that wait for a decision (empty unless the run awaits approval)."""
+        return () if self.suspended is None else self.suspended.pending
 
 
 @attrs.frozen(kw_only=True)
@@ -286,6 +299,34 @@ class ToolExecutionStart(AgentEvent):
     tool_call_id: str
     tool_name: str
     args: dict[str, Any]
+
+
+@attrs.frozen(kw_only=True)
+class ToolApprovalRequested(AgentEvent):
+    """A tool call needs approval (a permission ``ask``): the approver is asked, or the
+    call waits for a decision (``deferred``). ``reason`` says what asked."""
+
+    tool_call_id: str
+    tool_name: str
+    args: dict[str, Any]
+    reason: str
+    rule: str | None = None
+    deferred: bool = False
+
+
+@attrs.frozen(kw_only=True)
+class ToolApprovalDecided(AgentEvent):
+    """A tool call that needed approval was decided: ``approved``, with the
+    ``arguments`` it runs with, or refused for ``reason`` (what the model reads).
+    ``by`` is ``"approver"`` (answered during the run) or ``"decision"`` (a
+    decision given to resume the run; a Temporal run's approval timeout is one)."""
+
+    tool_call_id: str
+    tool_name: str
+    approved: bool
+    arguments: dict[str, Any]
+    reason: str | None = None
+    by: str = "approver"
 
 
 @attrs.frozen(kw_only=True)

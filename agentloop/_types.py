@@ -288,10 +288,7 @@ class ToolOutcome(enum.Enum):
     @property
     def is_error(self) -> bool:
         """Whether a result with this outcome is an error result."""
-        return self not in _SUCCESSES
-
-
-_SUCCESSES = frozenset({ToolOutcome.OK, ToolOutcome.OUTPUT_ACCEPTED})
+        return self is not ToolOutcome.OK and self is not ToolOutcome.OUTPUT_ACCEPTED
 
 
 def _outcome_of(holder: Any) -> ToolOutcome:
@@ -299,7 +296,9 @@ def _outcome_of(holder: Any) -> ToolOutcome:
 
 
 def _agrees(holder: Any, attribute: attrs.Attribute[ToolOutcome], value: ToolOutcome) -> None:
-    if (value not in _SUCCESSES) != holder.is_error:
+    if (
+        value is not ToolOutcome.OK and value is not ToolOutcome.OUTPUT_ACCEPTED
+    ) != holder.is_error:
         raise ValueError(f"outcome {value.value!r} contradicts is_error={holder.is_error}")
 
 

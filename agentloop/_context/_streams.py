@@ -28,6 +28,7 @@ from typing import Any, TypeVar
 
 import attrs
 
+from .._approval import Suspended
 from .._events import CompactionRecord, PrunRecord
 from .._scrub import scrub_message
 from .._tool import AgentTool
@@ -140,6 +141,9 @@ class AgentContext:
     )
     tools: tuple[AgentTool, ...] = attrs.field(factory=tuple, converter=_tool_tuple)
     token_estimator: TokenEstimator = attrs.field(default=estimate_tokens, kw_only=True)
+    #: Where the last run stopped to wait for decisions on tool calls, if it did
+    #: (``AgentEnd.suspended``); ``Agent.resume(decisions)`` goes on from it.
+    suspended: Suspended | None = attrs.field(default=None, kw_only=True)
     _last_timestamp: int = attrs.field(init=False, default=0)
     _entries: list[InrunEntry] = attrs.field(init=False, factory=list)
     _working: list[Message] | None = attrs.field(init=False, default=None)
@@ -205,8 +209,9 @@ class AgentContext:
         raise ValueError("replace(): the message is not in the log")
 
     def reset(self) -> None:
-        """Forget every message."""
+        """Forget every message, and the calls that awaited approval."""
         self.messages = []
+        self.suspended = None
 
     def view(self) -> MessageView:
         """A constant-time snapshot of the log as it is now."""

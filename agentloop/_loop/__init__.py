@@ -28,6 +28,8 @@ from ._core import user_messages as user_messages
 from ._driver import TrioDriver as TrioDriver
 from ._driver import agent_loop as agent_loop
 from ._driver import agent_loop_continue as agent_loop_continue
+from ._driver import check_not_waiting as check_not_waiting
+from ._driver import resume_of as resume_of
 from ._driver import run_tool_call as run_tool_call
 from ._output import Output as Output
 from ._output import OutputError as OutputError
@@ -74,6 +76,8 @@ __all__ = [
     "TrioDriver",
     "agent_loop",
     "agent_loop_continue",
+    "check_not_waiting",
+    "resume_of",
     "as_output",
     "check_setup",
     "configure",

@@ -23,10 +23,20 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any, Final, NamedTuple
+from typing import TYPE_CHECKING, Any, Final, NamedTuple
 
 import attrs
 
+from .._approval import (
+    DEFER,
+    Approve,
+    Decision,
+    Deferred,
+    Deny,
+    PendingCall,
+    Suspended,
+    not_approved,
+)
 from .._context import AgentContext, MessageView, PrunQueue, context_window_of
 from .._events import (
     AgentEnd,
@@ -45,6 +55,8 @@ from .._events import (
     StreamDelta,
     StreamRestart,
     TextDelta,
+    ToolApprovalDecided,
+    ToolApprovalRequested,
     ToolCallDelta,
     ToolCallDequeued,
     ToolCallQueued,
@@ -84,6 +96,7 @@ from ._config import AgentLoopConfig
 from ._output import Output, PartialJSON
 from ._protocol import (
     CHECKPOINT,
+    AskApprover,
     AskModel,
     CallHook,
     CallState,
@@ -92,10 +105,14 @@ from ._protocol import (
     Phase,
     RunCalls,
     RunCounts,
+    answer_of,
     model_request,
     offered_tools,
 )
 from ._stream import PartialMessage
+
+if TYPE_CHECKING:
+    from .._tool import PermissionRequest
 
 __all__ = [
     "DEADLINE_TEXT",
@@ -140,7 +157,7 @@ def check_output_name(registry: ToolRegistry, output: Output[Any]) -> None:
 class _Turn:
     """The turn in progress: from TurnStart until TurnEnd is sent."""
 
-    __slots__ = ("assistant", "calls", "index", "partial", "results")
+    __slots__ = ("assistant", "calls", "index", "partial", "results", "waiting")
 
     def __init__(self, index: int) -> None:
         self.index = index
@@ -148,6 +165,7 @@ class _Turn:
         self.assistant: AssistantMessage | None = None  # once in the history
         self.calls: list[CallState] = []
         self.results: list[ToolResultMessage] = []
+        self.waiting: list[PendingCall] = []  # calls deferred for a decision
 
 
 class _AfterHook:
@@ -261,6 +279,7 @@ class LoopCore:
     """
 
     __slots__ = (
+        "_cost_carried",
         "_now",
         "_output_errors",
         "_output_failures",
@@ -268,6 +287,7 @@ class LoopCore:
         "_output_shown",
         "_owed",
         "_requests",
+        "_resume",
         "_started_at",
         "_tokens_used",
         "_turn_index",
@@ -292,6 +312,7 @@ class LoopCore:
         "prun_queue",
         "registry",
         "stop",
+        "suspended",
         "turn",
         "usage",
     )
@@ -337,6 +358,9 @@ class LoopCore:
         self._started_at = 0.0
         self.ending = False  # AgentEnd is being (or was) sent
         self.stop = _COMPLETED  # why the run ends; the last word is AgentEnd's
+        self.suspended: Suspended | None = None  # where the run stopped to await approval
+        self._resume: tuple[Suspended, dict[str, Decision]] | None = None
+        self._cost_carried = 0.0  # what the run spent before it stopped to await approval
         # The last request sent and its size as the model counted it (compaction's gauge).
         self.measured: tuple[MessageView, int] | None = None
 
@@ -394,6 +418,14 @@ class LoopCore:
             yield from self._send_end()
             return False
         self._started_at = self._now()
+        if self._resume is not None:
+            waited = self._resume[0]
+            self._turn_index = waited.turn_index + 1
+            self._turns_done = waited.turns_done
+            self._requests = waited.requests
+            self._tokens_used = waited.tokens_used
+            self._cost_carried = waited.cost
+            self._started_at -= waited.elapsed  # the wait is not counted
         yield AgentStart(loop_id=self.loop_id, parent_loop_id=self.parent_loop_id)
         for prompt in prompts:
             prompt = self.context.stamp(prompt)
@@ -436,16 +468,19 @@ class LoopCore:
             stop_reason=self.stop,
             usage_by_model=dict(self._usage_by_model),
             output=self.end_output,
+            suspended=self.suspended,
         )
 
     def turns(self) -> Phase:
         """The turns, until the model is done, a limit is reached, or a hook ends the run."""
         config = self.config
         hooks = self.hooks
+        if self._resume is not None:
+            yield from self._resume_turn(*self._resume)
         yield from self._poll_steering()
         while True:
             while True:
-                limit = self._tree_limit()
+                limit = self._limit() if self.enclosing is None else self._tree_limit()
                 if limit is not None:
                     self.stop = limit
                     stop = self.context.stamp(UserMessage.text(f"[Agent stopped: {limit.message}]"))
@@ -467,7 +502,7 @@ class LoopCore:
                 assistant = yield from self._stream(turn)
                 if assistant.stop_reason in _FAILED_STOPS:
                     self._turns_done += 1
-                    self._count_usage(assistant)
+                    self._charge(assistant.usage, assistant.model)
                     for state in turn.calls:
                         yield from self._skip(state, NOT_RUN_TEXT, ToolOutcome.NOT_RUN)
                     yield from self._append_results(turn.calls)
@@ -481,8 +516,7 @@ class LoopCore:
                     yield from self._end_turn(turn)
                     return
                 # The model call is paid for whatever happens to its tools (an abort, say).
-                self._count_usage(assistant)
-                self._count_tokens(assistant.usage)
+                self._spend(assistant.usage, assistant.model)
                 output = self.output
                 answered = False
                 if turn.calls:
@@ -490,6 +524,10 @@ class LoopCore:
                         answered = yield from self._final_result(turn, output)
                     if not answered:
                         yield from self._run_calls(turn)
+                        if turn.waiting:
+                            self._turns_done += 1
+                            yield from self._suspend(turn)
+                            return
                         yield from self._settle_owed(*self._apply_pruns(turn))
                 self._turns_done += 1
                 yield from self._end_turn(turn)
@@ -521,8 +559,7 @@ class LoopCore:
     def count_tool_usage(self, usage: Usage, model: str) -> None:
         """Usage a tool paid for (``ToolContext.count_usage``): the run's, and its limits'
         (and the enclosing runs')."""
-        self._charge(usage, model)
-        self._count_tokens(usage)
+        self._spend(usage, model)
 
     def count_tool_request(self) -> str | None:
         """A model request a tool is about to make for the run (``ToolContext.count_request``).
@@ -537,8 +574,16 @@ class LoopCore:
         self._count_request()
         return None
 
-    def _count_usage(self, assistant: AssistantMessage) -> None:
-        self._charge(assistant.usage, assistant.model)
+    def _spend(self, usage: Usage, model: str) -> None:
+        """:meth:`_charge` ``usage`` and count its tokens against the limits."""
+        if self.enclosing is None:  # the common case, in one step
+            self.usage += usage
+            by_model = self._usage_by_model
+            by_model[model] = by_model.get(model, ZERO_USAGE) + usage
+            self._tokens_used += usage.input + usage.output
+            return
+        self._charge(usage, model)
+        self._count_tokens(usage)
 
     def _charge(self, usage: Usage, model: str) -> None:
         """Add ``usage`` to this run's and the enclosing runs'."""
@@ -587,8 +632,9 @@ class LoopCore:
             if elapsed >= limits.max_duration:
                 message = f"Max duration reached ({elapsed:.0f}s/{limits.max_duration:.0f}s)"
                 return AgentStop(StopKind.MAX_DURATION, message)
-        if limits.max_cost is not None and self.usage.cost >= limits.max_cost:
-            message = f"Max cost reached (${self.usage.cost:.4f}/${limits.max_cost:.4f})"
+        if limits.max_cost is not None and self.usage.cost + self._cost_carried >= limits.max_cost:
+            cost = self.usage.cost + self._cost_carried
+            message = f"Max cost reached (${cost:.4f}/${limits.max_cost:.4f})"
             return AgentStop(StopKind.MAX_COST, message)
         if limits.max_requests is not None and self._requests >= limits.max_requests:
             message = f"Max requests reached ({self._requests}/{limits.max_requests})"
@@ -616,11 +662,15 @@ class LoopCore:
         yield MessageStart(loop_id=self.loop_id, message=partial.message())
         turn.partial = partial
         self._output_reader = None
-        self._count_request()
+        if self.enclosing is None:
+            self._requests += 1
+        else:
+            self._count_request()
         final = yield AskModel(request)
-        last = self._last_output_update()
-        if last is not None:
-            yield last
+        if self.output is not None:
+            last = self._last_output_update()
+            if last is not None:
+                yield last
         if isinstance(final, ModelFailed):
             final = partial.interrupted(StopReason.ERROR, final.message)
         if not isinstance(final, AssistantMessage):
@@ -792,7 +842,7 @@ class LoopCore:
                 skipped = [state for rest in units[position + 1 :] for state in rest]
                 for state in skipped:
                     yield from self._skip(state, SKIPPED_TEXT, ToolOutcome.SKIPPED)
-                yield from self._append_results(skipped)
+                yield from self._append_ready()
                 return
 
     def _run_unit(self, unit: list[CallState]) -> Phase:
@@ -806,7 +856,7 @@ class LoopCore:
                 runnable.append((state, entry, timeout))
         if runnable:
             yield RunCalls(tuple(runnable))
-        yield from self._append_results(unit)
+        yield from self._append_ready()
 
     def _preflight(self, state: CallState) -> Phase:
         """Steps up to ToolExecutionStart. Returns the entry to run, or None."""
@@ -839,14 +889,82 @@ class LoopCore:
             return None
         permissions = self.config.permissions
         if permissions is not None:
-            denial = yield CallHook(
-                permissions.check, (entry.tool, call.name, call.id, copy_arguments(call.arguments))
+            found = permissions.assess(
+                entry.tool, call.name, call.id, copy_arguments(call.arguments)
             )
-            if denial is not None:
-                yield from self._start(state)
-                result = ToolResult.text(f"Permission denied: {denial}")
-                yield from self.call_ended(state, result, ToolOutcome.DENIED)
+            if isinstance(found, str):
+                yield from self._deny(state, found)
                 return None
+            if found is not None:
+                yield ToolApprovalRequested(
+                    loop_id=self.loop_id,
+                    tool_call_id=call.id,
+                    tool_name=call.name,
+                    args=call.arguments,
+                    reason=found.reason,
+                    rule=None if found.rule is None else str(found.rule),
+                )
+                approver = permissions.approver
+                answer: Approve | Deny | Deferred = DEFER
+                if approver is not None and not isinstance(approver, Deferred):
+                    answer = yield AskApprover(approver, found, permissions.approval_timeout)
+                    answer = answer_of(found, answer)
+                if answer is DEFER:
+                    assert self.turn is not None
+                    self.turn.waiting.append(_pending_of(found))
+                    return None
+                assert not isinstance(answer, Deferred)
+                if not (yield from self._decide(state, entry, answer, "approver")):
+                    return None
+        return (yield from self._admit(state, entry))
+
+    def _deny(self, state: CallState, reason: str) -> Phase:
+        """The call is refused: it is not run, and the model reads why."""
+        yield from self._start(state)
+        result = ToolResult.text(f"Permission denied: {reason}")
+        yield from self.call_ended(state, result, ToolOutcome.DENIED)
+
+    def _decide(self, state: CallState, entry: ToolEntry, decision: Decision, by: str) -> Phase:
+        """Apply a decision on a call that needed approval; True if the call may run.
+
+        Edited arguments replace the call's (the history keeps the model's) and
+        are checked against the tool's schema like any call's.
+        """
+        call = state.call
+        if isinstance(decision, Deny):
+            reason = decision.reason or f"calling {call.name} was not approved"
+            yield ToolApprovalDecided(
+                loop_id=self.loop_id,
+                tool_call_id=call.id,
+                tool_name=call.name,
+                approved=False,
+                arguments=call.arguments,
+                reason=reason,
+                by=by,
+            )
+            yield from self._deny(state, reason)
+            return False
+        if decision.arguments is not None:
+            call = state.call = attrs.evolve(call, arguments=copy_arguments(decision.arguments))
+        yield ToolApprovalDecided(
+            loop_id=self.loop_id,
+            tool_call_id=call.id,
+            tool_name=call.name,
+            approved=True,
+            arguments=call.arguments,
+            by=by,
+        )
+        if decision.arguments is not None:
+            problem = check_arguments(call, entry.validator, cut_off=False)
+            if problem is not None:
+                yield from self._start(state)
+                yield from self.call_ended(state, ToolResult.text(str(problem)), problem.outcome)
+                return False
+        return True
+
+    def _admit(self, state: CallState, entry: ToolEntry) -> Phase:
+        """before_tool_execution, then ToolExecutionStart. Returns the entry to run, or None."""
+        call = state.call
         hooks = self.hooks
         hook = hooks.before_tool_execution
         # Hooks and tools get copies: the arguments also live in the history and in events.
@@ -965,6 +1083,136 @@ class LoopCore:
     def _append_results(self, states: Iterable[CallState]) -> Phase:
         for state in states:
             yield from self._announce(self._result_message(state))
+
+    def _append_ready(self) -> Phase:
+        """Append the turn's results in the order of its calls, up to the first call
+        still without one (a running or pending call holds back those after it)."""
+        turn = self.turn
+        assert turn is not None
+        for state in turn.calls:
+            if state.appended:
+                continue
+            if state.result is None:
+                return
+            yield from self._announce(self._result_message(state))
+
+    # ----------------------------------------------------------------- approvals
+
+    def resume_with(self, suspended: Suspended, decisions: dict[str, Decision]) -> None:
+        """Before :meth:`start`: the run goes on from ``suspended`` (a stop that awaited
+        approval) with ``decisions``, one for each pending call (checked by
+        :func:`~agentloop._approval.check_decisions`)."""
+        self._resume = (suspended, decisions)
+
+    def _suspend(self, turn: _Turn) -> Phase:
+        """Calls wait for decisions: hold back the results made so far, end the turn
+        and the run, and say where it stopped (``AgentEnd.suspended``)."""
+        held = tuple(
+            ToolResultMessage(
+                state.call.id,
+                state.call.name,
+                state.result.content,
+                is_error=state.outcome.is_error,
+                timestamp=0,  # stamped when it joins the history
+                child_loop_id=state.result.child_loop_id,
+                outcome=state.outcome,
+            )
+            for state in turn.calls
+            if not state.appended and state.result is not None
+        )
+        waiting = tuple(turn.waiting)
+        self.suspended = Suspended(
+            pending=waiting,
+            results=held,
+            turn_index=turn.index,
+            turns_done=self._turns_done,
+            requests=self._requests,
+            tokens_used=self._tokens_used,
+            cost=self.usage.cost + self._cost_carried,
+            elapsed=self._now() - self._started_at,
+        )
+        self.context.suspended = self.suspended
+        names = ", ".join(f"{call.tool_name} ({call.tool_call_id})" for call in waiting)
+        self.stop = AgentStop(StopKind.AWAITING_APPROVAL, f"Awaiting approval: {names}")
+        yield from self._end_turn(turn)
+
+    def _resume_turn(self, suspended: Suspended, decisions: dict[str, Decision]) -> Phase:
+        """The turn a stop for approval left open: the decided calls run (or are
+        refused), then every result joins the history in the order of the calls."""
+        self._resume = None
+        messages = self.context.messages
+        position = len(messages) - 1
+        while position >= 0 and isinstance(messages[position], ToolResultMessage):
+            position -= 1
+        assistant = messages[position] if position >= 0 else None
+        waiting_ids = set(suspended.call_ids)
+        if not isinstance(assistant, AssistantMessage) or not waiting_ids <= {
+            call.id for call in assistant.tool_calls
+        }:
+            raise ValueError("the history does not end with the reply whose calls await approval")
+        answered = {
+            message.tool_call_id: message
+            for message in messages[position + 1 :]
+            if isinstance(message, ToolResultMessage)
+        }
+        self.context.suspended = None
+        turn = self.turn = _Turn(suspended.turn_index)
+        turn.assistant = assistant
+        yield TurnStart(loop_id=self.loop_id, turn_index=turn.index)
+        held = {message.tool_call_id: message for message in suspended.results}
+        turn.calls = [CallState(call) for call in assistant.tool_calls]
+        for state in turn.calls:
+            done = answered.get(state.call.id)
+            if done is not None:  # in the history already
+                state.result = ToolResult(done.content, child_loop_id=done.child_loop_id)
+                state.outcome = done.outcome
+                state.started = state.ended = state.appended = True
+                turn.results.append(done)
+                continue
+            message = held.get(state.call.id)
+            if message is not None:
+                state.result = ToolResult(message.content, child_loop_id=message.child_loop_id)
+                state.outcome = message.outcome
+                state.started = state.ended = True
+        waiting = {call.tool_call_id: call for call in suspended.pending}
+        runnable: list[tuple[CallState, ToolEntry, float | None]] = []
+        for state in turn.calls:
+            decision = decisions.get(state.call.id)
+            if decision is None:
+                continue
+            if isinstance(decision, Deny) and not decision.reason:
+                pending = waiting.get(state.call.id)
+                subject = None if pending is None else pending.subject
+                decision = Deny(decision.tool_call_id, not_approved(state.call.name, subject))
+            entry = self.registry.get(state.call.name)
+            if entry is None:
+                yield from self._start(state)
+                problem = ToolNotFound(state.call.name)
+                yield from self.call_ended(state, ToolResult.text(str(problem)), problem.outcome)
+                continue
+            if not (yield from self._decide(state, entry, decision, "decision")):
+                continue
+            admitted = yield from self._admit(state, entry)
+            if admitted is not None:
+                timeout = entry.timeout if entry.timeout is not None else self.config.tool_timeout
+                runnable.append((state, entry, timeout))
+        strategy = self.config.strategy
+        if isinstance(strategy, Sequential):
+            units = [[item] for item in runnable]
+        elif isinstance(strategy, Batched):
+            units = [
+                runnable[i : i + strategy.size] for i in range(0, len(runnable), strategy.size)
+            ]
+        else:
+            units = [runnable] if runnable else []
+        for unit in units:
+            yield RunCalls(tuple(unit))
+        for state in turn.calls:  # a call the decisions left out cannot stay unanswered
+            if state.result is None:
+                yield from self._deny(state, "no decision was given for this call")
+        yield from self._append_ready()
+        yield from self._settle_owed(*self._apply_pruns(turn))
+        yield from self._end_turn(turn)
 
     # ----------------------------------------------------------------- context
 
@@ -1185,6 +1433,17 @@ class LoopCore:
             if self.new_messages[position] is old:
                 self.new_messages[position] = new
                 break
+
+
+def _pending_of(request: PermissionRequest) -> PendingCall:
+    return PendingCall(
+        tool_call_id=request.tool_call_id,
+        tool_name=request.tool_name,
+        arguments=request.arguments,
+        reason=request.reason,
+        rule=None if request.rule is None else str(request.rule),
+        subject=request.subject,
+    )
 
 
 def copy_arguments(value: Any) -> Any:

@@ -23,13 +23,14 @@ import inspect
 import logging
 import math
 import os
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from contextvars import ContextVar
 from typing import Any
 
 import trio
 
 from .. import _telemetry, _trace_context
+from .._approval import ApprovalError, Decision, Deny, Suspended, check_decisions
 from .._context import AgentContext, compact
 from .._events import (
     AgentEvent,
@@ -72,6 +73,7 @@ from ._config import AgentLoopConfig
 from ._core import DEADLINE_TEXT, TURN_DEADLINE_TEXT, LoopCore, copy_arguments, user_messages
 from ._protocol import (
     CHECKPOINT,
+    AskApprover,
     AskModel,
     CallHook,
     CallState,
@@ -81,7 +83,15 @@ from ._protocol import (
     RunCalls,
 )
 
-__all__ = ["TrioDriver", "agent_loop", "agent_loop_continue", "run_tool_call"]
+__all__ = [
+    "TrioDriver",
+    "agent_loop",
+    "agent_loop_continue",
+    "ask_approver",
+    "check_not_waiting",
+    "resume_of",
+    "run_tool_call",
+]
 
 log = logging.getLogger("agentloop.loop")
 
@@ -450,6 +460,8 @@ class TrioDriver:
                     if isinstance(place, _Place):
                         place.scheduler.release(place.ticket)
             return None
+        if isinstance(action, AskApprover):
+            return await ask_approver(action)
         if isinstance(action, Compact):
             core = self.core
             return await compact(
@@ -570,6 +582,25 @@ class _Place:
         self.reason = reason
 
 
+async def ask_approver(action: AskApprover) -> object:
+    """What the approver answers, within its timeout; an exception it raises or a
+    timeout is a :class:`~agentloop.Deny` saying so (the run goes on)."""
+    request = action.request
+    timeout = math.inf if action.timeout is None else action.timeout
+    try:
+        with trio.move_on_after(timeout):
+            answer = action.approver(request)
+            if inspect.isawaitable(answer):
+                answer = await answer
+            return answer
+    except Exception as error:
+        return Deny(request.tool_call_id, f"the approver failed: {describe_exception(error)}")
+    return Deny(
+        request.tool_call_id,
+        f"no decision within the approval timeout ({format_duration(timeout)})",
+    )
+
+
 async def _run(driver: TrioDriver, prompts: Sequence[UserMessage]) -> tuple[Message, ...]:
     try:
         return await driver.run(prompts)
@@ -628,6 +659,7 @@ async def agent_loop(
         messages = user_messages(prompts, "prompts")
         if not messages:
             raise ValueError("agent_loop needs at least one prompt")
+        check_not_waiting(context.suspended)
         driver = TrioDriver(
             context,
             config,
@@ -649,26 +681,36 @@ async def agent_loop_continue(
     parent_loop_id: str | None = None,
     abort_scope: trio.CancelScope | None = None,
     agent_name: str | None = None,
+    decisions: Iterable[Decision] | None = None,
 ) -> tuple[Message, ...]:
     """Run the loop on ``context`` as it is, without a new prompt.
 
     For a history that ends with a user message or with tool results: the
-    model is asked to continue from there. Arguments, events, cancellation and
-    errors are as for :func:`agent_loop`.
+    model is asked to continue from there. For a run that stopped to await
+    approval (``context.suspended``): ``decisions`` decide each pending call
+    (an :class:`~agentloop.Approve` or a :class:`~agentloop.Deny`), the
+    approved calls run, every call of that reply gets its result in order, and
+    the run goes on. Arguments, events, cancellation and errors are as for
+    :func:`agent_loop`.
 
     Raises:
+        ApprovalError: calls await approval and ``decisions`` does not decide
+            each exactly once (or names other calls), or decisions are given
+            where no call waits; nothing runs.
         ValueError: the history is empty, or ends with an assistant message
             (there is nothing for the model to answer).
     """
     with send_channel:
         require_trio("agent_loop_continue()")
-        if not context.messages:
-            raise ValueError("agent_loop_continue needs a history; it is empty")
-        if isinstance(context.messages[-1], AssistantMessage):
-            raise ValueError(
-                "agent_loop_continue needs a history that ends with a user message or tool "
-                "results; it ends with an assistant message"
-            )
+        resume = resume_of(context, decisions)
+        if resume is None:
+            if not context.messages:
+                raise ValueError("agent_loop_continue needs a history; it is empty")
+            if isinstance(context.messages[-1], AssistantMessage):
+                raise ValueError(
+                    "agent_loop_continue needs a history that ends with a user message or "
+                    "tool results; it ends with an assistant message"
+                )
         driver = TrioDriver(
             context,
             config,
@@ -678,4 +720,35 @@ async def agent_loop_continue(
             abort_scope=abort_scope,
             agent_name=agent_name,
         )
+        if resume is not None:
+            driver.core.resume_with(*resume)
         return await _run(driver, ())
+
+
+def check_not_waiting(suspended: Suspended | None) -> None:
+    """Raise RuntimeError if calls await approval: a new prompt cannot come first."""
+    if suspended is not None:
+        ids = ", ".join(repr(call.tool_call_id) for call in suspended.pending)
+        raise RuntimeError(
+            f"tool calls {ids} await approval: decide them with resume(decisions) first "
+            "(or reset() to drop the conversation)"
+        )
+
+
+def resume_of(
+    context: AgentContext, decisions: Iterable[Decision] | None
+) -> tuple[Suspended, dict[str, Decision]] | None:
+    """The stop to go on from and its checked decisions, or None if no call awaits
+    approval.
+
+    Raises:
+        ApprovalError: as :func:`agent_loop_continue` says.
+    """
+    chosen = [] if decisions is None else list(decisions)
+    suspended = context.suspended
+    if suspended is None:
+        if chosen:
+            ids = ", ".join(repr(getattr(d, "tool_call_id", d)) for d in chosen)
+            raise ApprovalError(f"no call awaits approval (decisions for {ids}); nothing ran")
+        return None
+    return suspended, check_decisions(suspended.pending, chosen)

@@ -22,6 +22,9 @@ an :class:`AgentEvent` delivers it to the consumer                     ``None``
 :class:`RunCalls`      runs the calls (at once if several), each        ``None``
                        under its own timeout, and feeds each outcome
                        to :meth:`LoopCore.call_ended`
+:class:`AskApprover`   asks the approver, within its timeout; an        an ``Approve``,
+                       exception or a timeout is a ``Deny`` with why    ``Deny`` or ``DEFER``
+                       (:func:`answer_of` reads what it returned)
 :class:`Compact`       compacts the context (may ask a summarizer)      the outcome
 :data:`CHECKPOINT`     lets other tasks run                             ``None``
 =====================  ==============================================  =================
@@ -39,6 +42,8 @@ The phases, and what else a driver calls on the core::
     core.progress / queued / dequeued        # the events of a running call
     core.count_tool_usage / count_tool_request   # what a tool pays for, asks for
     core.counts() -> RunCounts; core.carry(counts)   # a run continued elsewhere
+    core.resume_with(suspended, decisions)   # before start(): go on from a stop that
+                                             # awaited approval (AgentEnd.suspended)
 
 A tool call's outcome is data (:class:`~agentloop.ToolOutcome`): a driver sends
 it back with the result, as :func:`._driver.run_tool_call` gives it.
@@ -51,6 +56,7 @@ from typing import TYPE_CHECKING, Any, Final, TypeAlias
 
 import attrs
 
+from .._approval import DEFER, Approve, Deferred, Deny, not_approved
 from .._context import CompactionConfig
 from .._events import AgentEvent
 from .._provider import ModelRequest, ToolDefinition
@@ -58,12 +64,14 @@ from .._tool import ToolEntry, ToolResult
 from .._types import Message, ToolCall, ToolOutcome, Usage
 
 if TYPE_CHECKING:
+    from .._tool import PermissionRequest
     from ._config import AgentLoopConfig
     from ._output import Output
 
 __all__ = [
     "CHECKPOINT",
     "Action",
+    "AskApprover",
     "AskModel",
     "CallHook",
     "CallState",
@@ -72,12 +80,46 @@ __all__ = [
     "Phase",
     "RunCalls",
     "RunCounts",
+    "answer_of",
     "model_request",
     "offered_tools",
 ]
 
 
 # --------------------------------------------------------------------------- actions
+
+
+@attrs.frozen(slots=True)
+class AskApprover:
+    """Put ``request`` to ``approver``, allowing it ``timeout`` seconds (None: no limit)."""
+
+    approver: Callable[..., Any]
+    request: PermissionRequest
+    timeout: float | None
+
+
+def answer_of(request: PermissionRequest, answer: object) -> Approve | Deny | Deferred:
+    """What an approver's return value decides for ``request``: True and False as an
+    ``Approve`` and a ``Deny``; a decision for another call, or anything else, refuses it."""
+    if answer is True:
+        return Approve(request.tool_call_id)
+    if answer is False:
+        return Deny(request.tool_call_id, not_approved(request.tool_name, request.subject))
+    if answer is DEFER:
+        return DEFER
+    if isinstance(answer, Approve | Deny):
+        if answer.tool_call_id != request.tool_call_id:
+            return Deny(
+                request.tool_call_id,
+                f"the approver answered for another call ({answer.tool_call_id!r})",
+            )
+        if isinstance(answer, Deny) and not answer.reason:
+            return Deny(request.tool_call_id, not_approved(request.tool_name, request.subject))
+        return answer
+    return Deny(
+        request.tool_call_id,
+        f"the approver returned {type(answer).__name__}, not True, False, a decision or DEFER",
+    )
 
 
 @attrs.frozen(slots=True)
@@ -133,7 +175,9 @@ class _Checkpoint:
 #: Let other tasks run (trio's ``checkpoint``); send back ``None``.
 CHECKPOINT: Final = _Checkpoint()
 
-Action: TypeAlias = AgentEvent | CallHook | AskModel | RunCalls | Compact | _Checkpoint
+Action: TypeAlias = (
+    AgentEvent | CallHook | AskApprover | AskModel | RunCalls | Compact | _Checkpoint
+)
 #: What a phase of the core is: it yields actions, is sent their outcomes.
 Phase: TypeAlias = Generator[Action, Any, Any]
 
@@ -149,7 +193,15 @@ class CallState:
     core's bookkeeping.
     """
 
-    __slots__ = ("after_hook_due", "appended", "call", "ended", "outcome", "result", "started")
+    __slots__ = (
+        "after_hook_due",
+        "appended",
+        "call",
+        "ended",
+        "outcome",
+        "result",
+        "started",
+    )
 
     def __init__(self, call: ToolCall) -> None:
         self.call = call
@@ -209,7 +261,7 @@ def model_request(
     return ModelRequest(
         system_prompt=system_prompt,
         messages=messages,
-        tools=offered_tools(definitions, output),
+        tools=definitions if output is None else output.request_tools(definitions),
         max_tokens=config.max_tokens,
         temperature=config.temperature,
         thinking=config.thinking_level,

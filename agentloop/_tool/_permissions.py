@@ -54,10 +54,20 @@ from typing import Any, Literal, TypeAlias
 
 import attrs
 
+from .._approval import DEFER, Approve, Decision, Deferred, Deny, not_approved
+from .._approval import describe_call as _describe
+from .._check import number_field
 from .._util import call_hook
 from ._protocol import tool_traits
 
-__all__ = ["Approver", "PermissionRequest", "PermissionRule", "Permissions"]
+__all__ = [
+    "Answer",
+    "Approver",
+    "PermissionRequest",
+    "PermissionRule",
+    "Permissions",
+    "denial_text",
+]
 
 Action: TypeAlias = Literal["allow", "ask", "deny"]
 _RULE = re.compile(r"^\s*(?P<tool>[^()\s]+)\s*(?:\((?P<argument>.*)\))?\s*$", re.DOTALL)
@@ -134,10 +144,23 @@ class PermissionRequest:
     subject: tuple[str, str] | None
     rule: PermissionRule | None  # None: no rule matched; ``default="ask"`` asks
     sandboxed: bool = False  # the call would run in a sandbox (see Permissions.sandboxed)
+    reason: str = ""  # the sentence that asks: "bash 'make' needs approval (the rule ask(bash(*)))"
+
+    def approve(self, arguments: dict[str, Any] | None = None) -> Approve:
+        """The decision to let this call run (with edited ``arguments``, if given)."""
+        return Approve(self.tool_call_id, arguments)
+
+    def deny(self, reason: str | None = None) -> Deny:
+        """The decision to refuse this call, telling the model ``reason``."""
+        return Deny(self.tool_call_id, reason)
 
 
-#: Called for calls that need approval: return True to let the call run.
-Approver: TypeAlias = Callable[[PermissionRequest], bool | Awaitable[bool]]
+#: What an approver answers: True or an Approve runs the call, False or a Deny refuses
+#: it, DEFER leaves it pending (the run ends awaiting approval).
+Answer: TypeAlias = bool | Decision | Deferred
+
+#: Called for calls that need approval; see :class:`Permissions`.
+Approver: TypeAlias = Callable[[PermissionRequest], Answer | Awaitable[Answer]]
 
 
 def _rules(action: Action, texts: Iterable[str | PermissionRule]) -> tuple[PermissionRule, ...]:
@@ -178,8 +201,16 @@ class Permissions:
             in a sandbox (the tool's ``sandboxed`` attribute is True); None
             (the default): ``default`` decides for those too.
         approver: A plain or async function of a :class:`PermissionRequest`
-            returning True to allow. Without one, calls that need approval are
-            refused. An exception it raises ends the run, as a hook's would.
+            returning True (or ``request.approve(arguments)``, to run it with
+            edited arguments) to allow, False (or ``request.deny(reason)``) to
+            refuse, or :data:`~agentloop.DEFER` to decide later: the run then
+            ends awaiting approval (``StopKind.AWAITING_APPROVAL``) and
+            ``Agent.resume(decisions)`` goes on. ``approver=DEFER`` defers every
+            call that needs approval. An approver that raises, or answers after
+            ``approval_timeout`` seconds, refuses the call with a reason the
+            model reads; the run goes on. Without an approver, calls that need
+            approval are refused.
+        approval_timeout: Seconds an approver may take (None: no limit).
 
     Raises:
         ValueError: a rule text is malformed, or ``default`` is unknown.
@@ -189,8 +220,11 @@ class Permissions:
     ask: tuple[PermissionRule, ...] = attrs.field(default=(), converter=_ask_rules)
     deny: tuple[PermissionRule, ...] = attrs.field(default=(), converter=_deny_rules)
     default: Action = attrs.field(default="allow")
-    approver: Approver | None = None
+    approver: Approver | Deferred | None = None
     sandboxed: Action | None = attrs.field(default=None)
+    approval_timeout: float | None = attrs.field(
+        default=None, validator=number_field(above=0, optional=True)
+    )
 
     @default.validator
     def _check_default(self, attribute: attrs.Attribute[Any], value: str) -> None:
@@ -277,10 +311,12 @@ class Permissions:
         pieces = [piece for piece in _SPLIT.split(value.strip()) if piece]
         return [(kind, piece) for piece in pieces] or [subject]
 
-    async def check(
+    def assess(
         self, tool: Any, tool_name: str, tool_call_id: str, arguments: Mapping[str, Any]
-    ) -> str | None:
-        """None if the call may run, else why not (the text after "Permission denied: ")."""
+    ) -> str | PermissionRequest | None:
+        """What the rules say of a call, without asking anyone: None if it may run, the
+        reason it may not (the text after "Permission denied: "), or the request to put
+        to the approver (its ``reason`` says what asks)."""
         subject_of = tool_traits(tool).permission_subject
         subject: tuple[str, str] | None = None
         if subject_of is not None:
@@ -295,31 +331,50 @@ class Permissions:
                     return f"no rule allows {tool_name} calls here, sandboxed or not"
                 return f"no rule allows {tool_name} calls here"
             return f"{_describe(tool_name, subject)} is refused by the rule deny({rule})"
+        if rule is not None:
+            why = f"the rule ask({rule})"
+        elif sandboxed and self.sandboxed is not None:
+            why = "the sandboxed setting"
+        else:
+            why = "the default"
+        reason = f"{_describe(tool_name, subject)} needs approval ({why})"
         if self.approver is None:
-            if rule is not None:
-                why = f"the rule ask({rule})"
-            elif sandboxed and self.sandboxed is not None:
-                why = "the sandboxed setting"
-            else:
-                why = "the default"
-            return f"{_describe(tool_name, subject)} needs approval ({why}), and no approver is set"
-        request = PermissionRequest(
+            return f"{reason}, and no approver is set"
+        return PermissionRequest(
             tool_name=tool_name,
             tool_call_id=tool_call_id,
             arguments=dict(arguments),
             subject=subject,
             rule=rule,
             sandboxed=sandboxed,
+            reason=reason,
         )
-        answer = await call_hook(self.approver, request)
-        if answer is True:
+
+    async def check(
+        self, tool: Any, tool_name: str, tool_call_id: str, arguments: Mapping[str, Any]
+    ) -> str | None:
+        """None if the call may run now, else why not (the text after "Permission denied: ").
+
+        For a caller that cannot wait for a decision (MCP sampling): a call the
+        approver defers, or edits, is refused. An approver's exception
+        propagates.
+        """
+        found = self.assess(tool, tool_name, tool_call_id, arguments)
+        if not isinstance(found, PermissionRequest):
+            return found
+        approver = self.approver
+        if approver is None or isinstance(approver, Deferred):
+            return f"{found.reason}, which cannot wait for a later decision here"
+        answer = await call_hook(approver, found)
+        if answer is True or (isinstance(answer, Approve) and answer.arguments is None):
             return None
-        return f"{_describe(tool_name, subject)} was not approved"
+        if isinstance(answer, Deny) and answer.reason:
+            return answer.reason
+        if answer is DEFER or isinstance(answer, Approve):
+            return f"{found.reason}, which cannot wait for a later decision here"
+        return denial_text(found)
 
 
-def _describe(tool_name: str, subject: tuple[str, str] | None) -> str:
-    if subject is None:
-        return f"calling {tool_name}"
-    kind, value = subject
-    shown = value if len(value) <= 200 else value[:200] + "…"
-    return f"{tool_name} on {shown!r}" if kind == "path" else f"{tool_name} {shown!r}"
+def denial_text(request: PermissionRequest) -> str:
+    """The reason given for a call its approver refused without saying why."""
+    return not_approved(request.tool_name, request.subject)

@@ -112,9 +112,9 @@ def reply_for(kinds: list[str], turn: int) -> al.AssistantMessage:
 
 
 class Denying:
-    """A permissions stand-in: the core only calls ``check``."""
+    """A permissions stand-in: the core only calls ``assess``."""
 
-    def check(self, tool: Any, name: str, call_id: str, args: Any) -> str | None:
+    def assess(self, tool: Any, name: str, call_id: str, args: Any) -> str | None:
         return "no" if name == "denied" else None
 
 

@@ -234,6 +234,7 @@ async def test_an_async_approver_decides(autojump_clock: Any) -> None:
         arguments={"command": "echo safe"},
         subject=("command", "echo safe"),
         rule=al.PermissionRule("ask", "bash", "*"),
+        reason="bash 'echo safe' needs approval (the rule ask(bash(*)))",
     )
 
 

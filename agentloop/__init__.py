@@ -23,6 +23,7 @@ from ._approval import DEFER as DEFER
 from ._approval import ApprovalError as ApprovalError
 from ._approval import Approve as Approve
 from ._approval import Decision as Decision
+from ._approval import Deferred as Deferred
 from ._approval import Deny as Deny
 from ._approval import PendingCall as PendingCall
 from ._approval import Suspended as Suspended
@@ -176,6 +177,7 @@ __all__ = [
     "CompactionStarted",
     "Content",
     "Decision",
+    "Deferred",
     "Deny",
     "EntryState",
     "EventReceiver",

@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import trio
 from helpers import texts
 
 import agentloop as al
@@ -170,3 +169,272 @@ def test_a_call_whose_decision_was_not_recorded_stays_pending(tmp_path: Path) ->
     assert texts(final.messages) == UNINTERRUPTED
     assert_well_formed(final.messages)
     assert calls_log(work) == ["look a", "look c", "write b edited"]
+
+
+# --------------------------------------------------------------------------- in process
+
+ran: list[str] = []
+
+
+@al.tool
+async def look(path: str) -> str:
+    """Look at a file."""
+    ran.append(f"look {path}")
+    return f"looked at {path}"
+
+
+@al.tool
+async def write(path: str, text: str) -> str:
+    """Write a file."""
+    ran.append(f"write {path} {text}")
+    return f"wrote {text} to {path}"
+
+
+def conversation() -> ScriptedProvider:
+    first = reply(
+        "Working.",
+        call("look", {"path": "a"}, id="l1"),
+        call("write", {"path": "b", "text": "model"}, id="w1"),
+        call("look", {"path": "c"}, id="l2"),
+        call("write", {"path": "d", "text": "model"}, id="w2"),
+    )
+    return ScriptedProvider([first, reply("Done.")])
+
+
+DECISIONS = [al.Approve("w1", {"path": "b", "text": "edited"}), al.Deny("w2", "Not today")]
+
+
+async def test_a_stop_for_approval_loads_and_resumes_as_an_uninterrupted_run(
+    tmp_path: Path,
+) -> None:
+    async def blocking(request: al.PermissionRequest) -> al.Decision:
+        return next(d for d in DECISIONS if d.tool_call_id == request.tool_call_id)
+
+    straight = al.Agent(
+        conversation(),
+        tools=[look, write],
+        permissions=al.Permissions(ask=["write"], approver=blocking),
+    )
+    await straight.run("Write the notes.")
+    assert texts(straight.messages) == UNINTERRUPTED
+
+    path = tmp_path / "s.jsonl"
+    with SessionRecorder(path) as recorder:
+        agent = al.Agent(
+            conversation(),
+            tools=[look, write],
+            permissions=al.Permissions(ask=["write"], approver=al.DEFER),
+            journal=recorder.record,
+        )
+        await agent.run("Write the notes.")
+    loaded = load_session(path)
+    assert loaded.suspended == agent.context.suspended  # held results, counts and all
+    assert loaded.pending == agent.pending
+    assert loaded.messages == tuple(agent.messages)
+
+    with SessionRecorder(path) as recorder:
+        later = al.Agent(
+            ScriptedProvider([reply("Done.")]),
+            tools=[look, write],
+            permissions=al.Permissions(ask=["write"], approver=al.DEFER),
+            journal=recorder.record,
+        )
+        loaded.restore(later)
+        assert later.pending == loaded.pending
+        async with later.resume(DECISIONS) as events:
+            async for _event in events:
+                pass
+    final = load_session(path)
+    assert texts(final.messages) == texts(later.messages) == texts(straight.messages)
+    assert [m.tool_call_id for m in final.messages if isinstance(m, al.ToolResultMessage)] == [
+        "l1",
+        "w1",
+        "l2",
+        "w2",
+    ]
+    assert final.suspended is None
+
+
+def recorded(path: Path, *events: Any) -> None:
+    with SessionRecorder(path) as recorder:
+        for event in events:
+            recorder.record(event)
+
+
+REPLY = al.AssistantMessage(
+    (
+        al.ToolCall("a", "look", {"path": "x"}),
+        al.ToolCall("w", "write", {"path": "y", "text": "t"}),
+    ),
+    al.StopReason.TOOL_USE,
+    timestamp=2,
+)
+ASK_W = al.ToolApprovalRequested(
+    loop_id="L",
+    tool_call_id="w",
+    tool_name="write",
+    args=REPLY.tool_calls[1].arguments,
+    reason=REASON,
+    rule="write",
+)
+
+
+async def test_a_recorded_denial_is_given_on_recovery_and_the_call_never_runs(
+    tmp_path: Path,
+) -> None:
+    """Killed after w's denial was recorded, before its result: recover denies it."""
+    path = tmp_path / "s.jsonl"
+    recorded(
+        path,
+        al.AgentStart(loop_id="L"),
+        al.MessageEnd(loop_id="L", message=al.UserMessage((al.TextContent("Go"),), timestamp=1)),
+        al.MessageEnd(loop_id="L", message=REPLY),
+        al.ToolExecutionStart(loop_id="L", tool_call_id="a", tool_name="look", args={"path": "x"}),
+        al.ToolExecutionEnd(
+            loop_id="L",
+            tool_call_id="a",
+            tool_name="look",
+            result=al.ToolResult.text("seen"),
+            is_error=False,
+        ),
+        ASK_W,
+        al.ToolApprovalDecided(
+            loop_id="L",
+            tool_call_id="w",
+            tool_name="write",
+            approved=False,
+            arguments={},
+            reason="No.",
+        ),
+    )
+    loaded = load_session(path)
+    assert loaded.pending == ()
+    assert [(i.call.id, i.started, i.decision) for i in loaded.interrupted] == [
+        ("w", False, al.Deny("w", "No."))
+    ]
+    ran.clear()
+    agent = al.Agent(ScriptedProvider([]), tools=[look, write])
+    results = await loaded.recover(agent)
+    assert texts(results) == [("result:error", "w=Permission denied: No.")]
+    assert results[0].outcome is al.ToolOutcome.DENIED
+    assert ran == []
+    assert texts(agent.messages) == [
+        ("user", "Go"),
+        ("assistant:tool_use", "[look#a,write#w]"),
+        ("result:ok", "a=seen"),
+        ("result:error", "w=Permission denied: No."),
+    ]
+
+
+async def test_a_call_asked_when_the_process_died_waits_for_a_decision(tmp_path: Path) -> None:
+    """Killed while a blocking approver was asked (the run never stopped): the call is
+    pending on loading, recovery does not run it, and a decision does."""
+    path = tmp_path / "s.jsonl"
+    recorded(
+        path,
+        al.AgentStart(loop_id="L"),
+        al.MessageEnd(loop_id="L", message=al.UserMessage((al.TextContent("Go"),), timestamp=1)),
+        al.MessageEnd(loop_id="L", message=REPLY),
+        al.ToolExecutionStart(loop_id="L", tool_call_id="a", tool_name="look", args={"path": "x"}),
+        al.ToolExecutionEnd(
+            loop_id="L",
+            tool_call_id="a",
+            tool_name="look",
+            result=al.ToolResult.text("seen"),
+            is_error=False,
+        ),
+        ASK_W,
+    )
+    loaded = load_session(path)
+    assert loaded.finished is False
+    assert loaded.pending == (
+        al.PendingCall(
+            tool_call_id="w",
+            tool_name="write",
+            arguments={"path": "y", "text": "t"},
+            reason=REASON,
+            rule="write",
+        ),
+    )
+    assert loaded.suspended is not None
+    assert texts(loaded.suspended.results) == [("result:ok", "a=seen")]
+    assert loaded.interrupted == ()
+    assert texts(loaded.messages) == [("user", "Go"), ("assistant:tool_use", "[look#a,write#w]")]
+    ran.clear()
+    agent = al.Agent(ScriptedProvider([reply("Written.")]), tools=[look, write])
+    assert await loaded.recover(agent) == ()
+    assert [p.tool_call_id for p in agent.pending] == ["w"]
+    assert ran == []
+    await agent_resumed(agent, [agent.pending[0].approve()])
+    assert ran == ["write y t"]
+    assert texts(agent.messages) == [
+        ("user", "Go"),
+        ("assistant:tool_use", "[look#a,write#w]"),
+        ("result:ok", "a=seen"),
+        ("result:ok", "w=wrote t to y"),
+        ("assistant:stop", "Written."),
+    ]
+
+
+async def agent_resumed(agent: al.Agent, decisions: list[al.Decision]) -> None:
+    async with agent.resume(decisions) as events:
+        async for _event in events:
+            pass
+
+
+@pytest.mark.parametrize("ask", [True, False])
+async def test_recovery_asks_the_permissions_before_running_a_call_that_had_not_started(
+    tmp_path: Path, ask: bool
+) -> None:
+    """Killed before w was looked at (its turn had not reached it): recovery runs it only
+    if the agent's permissions allow it; one they ask for waits, one they deny is denied."""
+    path = tmp_path / "s.jsonl"
+    recorded(
+        path,
+        al.AgentStart(loop_id="L"),
+        al.MessageEnd(loop_id="L", message=al.UserMessage((al.TextContent("Go"),), timestamp=1)),
+        al.MessageEnd(loop_id="L", message=REPLY),
+        al.ToolExecutionStart(loop_id="L", tool_call_id="a", tool_name="look", args={"path": "x"}),
+    )
+    loaded = load_session(path)
+    assert [(i.call.id, i.started) for i in loaded.interrupted] == [("a", True), ("w", False)]
+    ran.clear()
+    permissions = (
+        al.Permissions(ask=["write"], approver=al.DEFER) if ask else al.Permissions(deny=["write"])
+    )
+    with SessionRecorder(path) as recorder:
+        agent = al.Agent(
+            ScriptedProvider([reply("Ok.")]),
+            tools=[look, write],
+            permissions=permissions,
+            journal=recorder.record,
+        )
+        results = await loaded.recover(agent)
+        assert ran == []  # the look had started and is not safe to repeat
+        if ask:
+            assert texts(results) == [("result:error", f"a={NOT_RUN_AGAIN}")]
+            assert [(p.tool_call_id, p.reason) for p in agent.pending] == [("w", REASON)]
+            assert texts(agent.messages) == [
+                ("user", "Go"),
+                ("assistant:tool_use", "[look#a,write#w]"),
+                ("result:error", f"a={NOT_RUN_AGAIN}"),
+            ]
+            again = load_session(path)  # the question is on file too
+            assert again.pending == agent.pending
+            assert (again.messages, again.interrupted) == (tuple(agent.messages), ())
+            await agent_resumed(agent, [agent.pending[0].approve()])
+            assert ran == ["write y t"]
+        else:
+            assert texts(results) == [
+                ("result:error", f"a={NOT_RUN_AGAIN}"),
+                (
+                    "result:error",
+                    "w=Permission denied: calling write is refused by the rule deny(write)",
+                ),
+            ]
+            assert agent.pending == ()
+            await agent_resumed(agent, [])
+            assert ran == []
+    final = load_session(path)
+    assert_well_formed(final.messages)
+    assert texts(final.messages)[-1] == ("assistant:stop", "Ok.")

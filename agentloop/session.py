@@ -35,6 +35,38 @@ the calls a dead process left open (running again only what is safe to)::
     async with agent.resume() as events:       # the model goes on from there
         async for event in events:
             ...
+
+A run that stopped to await approval (``StopKind.AWAITING_APPROVAL``: see
+``Permissions(approver=DEFER)``) is on file too, and another process decides::
+
+    session = load_session(path)
+    recorder = SessionRecorder(path)
+    agent = Agent(provider, tools=tools, permissions=permissions, journal=recorder.record)
+    session.restore(agent)                     # or recover(), after a crash
+    async with agent.resume([call.approve() for call in agent.pending]) as events:
+        ...
+
+The rules that keep approval safe across processes (the recorder keeps
+``ToolApprovalRequested`` and ``ToolApprovalDecided``):
+
+- A call of the last reply that was asked for (its ``ToolApprovalRequested`` is
+  on file, or it was pending at the last stop) and has neither a recorded
+  decision nor a recorded result is *pending* (``Session.pending``): it gets no
+  result and no placeholder, and :meth:`Session.recover` never runs it; only a
+  decision given to ``agent.resume(decisions)`` does.
+- While calls are pending, the history ends with the results that had joined
+  it (those of the calls before the first pending one); the results of the
+  reply's other calls that ended (their ``ToolExecutionEnd`` is on file) are
+  held back in ``Session.suspended.results``, never lost, and join the history
+  in the reply's order once every pending call is decided.
+- A call with a recorded decision and no result is one :meth:`Session.recover`
+  answers: a denial gives its ``"Permission denied: <reason>"`` result and the
+  call never runs; an approved call that had not started runs with the
+  arguments it was approved with; one that had started runs again only if it is
+  safe to (else ``NOT_RUN_AGAIN``), as any interrupted call.
+- A call that had not started and was never asked for is checked against the
+  recovering agent's permissions first: denied, it gets the denial; asked, it
+  becomes pending (its request is journaled).
 """
 
 from __future__ import annotations
@@ -321,8 +353,20 @@ class Session:
         finished: Whether the last top-level run reached its ``AgentEnd``
             (False: the process stopped while it ran).
         interrupted: The tool calls of the last reply that have no recorded
-            result (each holds an ``INTERRUPTED`` placeholder in ``messages``),
-            with whether each had started: what :meth:`recover` answers.
+            result and do not wait for a decision, with whether each had
+            started and the decision recorded on it, if any: what
+            :meth:`recover` answers. Each holds an ``INTERRUPTED`` placeholder
+            in ``messages``, unless calls are pending.
+        suspended: Where the session waits for decisions on tool calls, or
+            None: the last stop's ``AgentEnd.suspended`` when that run was the
+            last and finished, less the calls decided since (a resumed run cut
+            off by a crash), with the results recorded since held back; for a
+            run cut off while calls were asked for (it never stopped), the
+            asked calls, with the counts of its limits at zero. ``messages``
+            then ends with the results that had joined the history, with no
+            placeholder for a pending or held call, and :meth:`restore` sets
+            it as ``agent.context.suspended`` (``agent.pending``), so
+            ``agent.resume(decisions)`` goes on. See the module's rules.
     """
 
     session_id: str
@@ -348,7 +392,8 @@ class Session:
 
         The agent's previous history and queues are dropped. Prun and
         compaction records are applied again, so the agent's working context
-        is the one the recorded run had.
+        is the one the recorded run had. Calls that wait for a decision
+        (:attr:`suspended`) wait in the agent too (``agent.pending``).
 
         Raises:
             RuntimeError: the agent is running.
@@ -569,7 +614,8 @@ def _log_recovery(session_id: str, call: ToolCall, outcome: str) -> None:
 
 @attrs.frozen
 class InterruptedCall:
-    """A tool call of a session's last reply that has no recorded result.
+    """A tool call of a session's last reply that has no recorded result (and waits for
+    no decision).
 
     Attributes:
         call: The call, as the model made it.
@@ -577,6 +623,9 @@ class InterruptedCall:
             run, in part or whole (with a journal, the intent is recorded
             before the tool starts).
         loop_id: The loop of the run it belongs to.
+        decision: The decision recorded on it (``ToolApprovalDecided``), if it
+            needed approval and was decided: :meth:`Session.recover` denies a
+            denied call and runs an approved one with its arguments.
     """
 
     call: ToolCall

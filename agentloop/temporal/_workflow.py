@@ -182,12 +182,13 @@ class AgentRun:
         self._aborting = False  # cancelled while waiting: end after the denials
         self._usage_before = Usage()  # what this run's earlier loops (before a stop) used
 
+    # ``arguments`` is typed Any: the validator, not the data converter, rejects a non-object.
     @workflow.update(name="approve")
-    def approve(self, tool_call_id: str, arguments: dict[str, Any] | None = None) -> None:
+    def approve(self, tool_call_id: str, arguments: Any = None) -> None:
         self._decided[tool_call_id] = Approve(tool_call_id, arguments)
 
     @approve.validator
-    def _check_approve(self, tool_call_id: str, arguments: dict[str, Any] | None = None) -> None:
+    def _check_approve(self, tool_call_id: str, arguments: Any = None) -> None:
         if arguments is not None and not isinstance(arguments, dict):
             raise _rejected(f"arguments must be an object or null, got {type(arguments).__name__}")
         self._check_decision(tool_call_id)

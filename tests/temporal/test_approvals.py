@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +19,7 @@ import pytest
 import temporal_agents
 import trio
 from helpers import texts
-from temporal_server import Workers, lines, run
+from temporal_server import Workers, lines, run, until
 
 import agentloop as al
 
@@ -163,3 +164,162 @@ def test_a_run_waits_for_decisions_and_goes_on_as_in_process(
 def _first_end(events: list[al.AgentEvent]) -> int:
     """The length of the first run's events (up to its AgentEnd)."""
     return next(i for i, event in enumerate(events) if isinstance(event, al.AgentEnd)) + 1
+
+
+def test_a_decision_after_the_worker_was_replaced(
+    workers: Workers, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The worker is SIGKILLed while the run waits; another one replays it, takes the
+    decisions and finishes the run as in process. Nothing ran twice."""
+    decisions: list[al.Decision] = [al.Approve("n1"), al.Deny("n2"), al.Approve("n3")]
+    messages, _, _, usage = in_process(monkeypatch, tmp_path / "in-process", "approving", decisions)
+    first = workers.start()
+
+    async def main(client: Any) -> Any:
+        handle = await temporal.start_run(
+            client, "approving", "Go.", id=f"restart-{uuid.uuid4()}", task_queue=workers.queue
+        )
+        await until_pending(handle)
+        workers.kill(first)
+        workers.start()
+        await temporal.approve(handle, "n1")
+        await temporal.deny(handle, "n2")
+        await temporal.approve(handle, "n3")
+        return await temporal.run_result(handle)
+
+    result = run(main, workers.address)
+    assert (
+        texts(result.messages)
+        == texts(messages)
+        == [
+            ("user", "Go."),
+            ("assistant:tool_use", "Working.[look#l1,note#n1,note#n2,note#n3]"),
+            ("result:ok", "l1=looked"),
+            ("result:ok", "n1=noted a"),
+            ("result:error", "n2=Permission denied: calling note was not approved"),
+            ("result:ok", "n3=noted c"),
+            ("assistant:stop", "Done after 4 results."),
+        ]
+    )
+    assert result.usage == usage
+    assert lines(workers.directory / "notes.log") == ["a", "c"]
+    assert lines(workers.directory / "looks.log") == ["look"]
+
+
+def test_decisions_that_name_no_waiting_call_are_rejected(workers: Workers) -> None:
+    """An unknown id, a second decision on a call, arguments that are not an object,
+    and a decision while the run is not waiting: each rejected with its text; the
+    first decision stands."""
+    workers.start()
+    started = workers.directory / "wait.started"
+
+    async def rejected(decide: Any) -> str:
+        with pytest.raises(al.ApprovalError) as caught:
+            await decide
+        return str(caught.value)
+
+    async def main(client: Any) -> Any:
+        running = await temporal.start_run(
+            client, "waiting", "Wait.", id=f"busy-{uuid.uuid4()}", task_queue=workers.queue
+        )
+        await until(started.exists)
+        texts_ = [await rejected(temporal.approve(running, "w1"))]
+        assert await temporal.pending(running) == ()
+        (workers.directory / "release").write_text("")
+        await temporal.run_result(running)
+        handle = await temporal.start_run(
+            client, "approving", "Go.", id=f"reject-{uuid.uuid4()}", task_queue=workers.queue
+        )
+        await until_pending(handle)
+        texts_.append(await rejected(temporal.approve(handle, "zz")))
+        await temporal.deny(handle, "n1", "no")
+        texts_.append(await rejected(temporal.approve(handle, "n1")))
+        texts_.append(await rejected(temporal.deny(handle, "n1", "again")))
+        texts_.append(await rejected(temporal.approve(handle, "n2", ["x"])))  # type: ignore[arg-type]
+        texts_.append(await rejected(temporal.deny(handle, "zz")))
+        await temporal.deny(handle, "n2")
+        await temporal.approve(handle, "n3")
+        return texts_, await temporal.run_result(handle)
+
+    rejections, result = run(main, workers.address)
+    assert rejections == [
+        "no call awaits approval (a decision for 'w1')",
+        "no pending call has the id 'zz' (pending: 'n1', 'n2', 'n3')",
+        "'n1' decided more than once (the first decision stands)",
+        "'n1' decided more than once (the first decision stands)",
+        "arguments must be an object or null, got list",
+        "no pending call has the id 'zz' (pending: 'n2', 'n3')",
+    ]
+    assert texts(result.messages)[3:6] == [
+        ("result:error", "n1=Permission denied: no"),
+        ("result:error", "n2=Permission denied: calling note was not approved"),
+        ("result:ok", "n3=noted c"),
+    ]
+    assert lines(workers.directory / "notes.log") == ["c"]
+
+
+def test_calls_undecided_when_the_approval_timeout_passes_are_denied(workers: Workers) -> None:
+    """approval_timeout (5 s, on the server's timer: the dev server cannot skip time)
+    denies n2 and n3; n1, approved before, runs. The wait does not count against the
+    agent's max_duration (4 s): the run completes."""
+    workers.start()
+
+    async def main(client: Any) -> Any:
+        handle = await temporal.start_run(
+            client,
+            "approving_timed",
+            "Go.",
+            id=f"timeout-{uuid.uuid4()}",
+            task_queue=workers.queue,
+            approval_timeout=timedelta(seconds=5),
+        )
+        await until_pending(handle)
+        await temporal.approve(handle, "n1")
+        return await temporal.run_result(handle), await temporal.events(handle)
+
+    result, events = run(main, workers.address)
+    timed_out = "no decision within the approval timeout (5s)"
+    assert texts(result.messages) == [
+        ("user", "Go."),
+        ("assistant:tool_use", "Working.[look#l1,note#n1,note#n2,note#n3]"),
+        ("result:ok", "l1=looked"),
+        ("result:ok", "n1=noted a"),
+        ("result:error", f"n2=Permission denied: {timed_out}"),
+        ("result:error", f"n3=Permission denied: {timed_out}"),
+        ("assistant:stop", "Done after 4 results."),
+    ]
+    assert result.stop == al.AgentStop(al.StopKind.COMPLETED, "")
+    assert [s for s in shapes(events) if s[0] == "decided"] == [
+        ("decided", "n1", True, {"text": "a"}, None, "decision"),
+        ("decided", "n2", False, {"text": "b"}, timed_out, "decision"),
+        ("decided", "n3", False, {"text": "c"}, timed_out, "decision"),
+    ]
+    assert lines(workers.directory / "notes.log") == ["a"]
+
+
+def test_cancelling_a_waiting_run_denies_its_calls_and_ends_it_aborted(workers: Workers) -> None:
+    """Cancelled while it waits (n1 approved already): no call runs, each gets its
+    denial, the model is not asked again, the run ends aborted."""
+    workers.start()
+
+    async def main(client: Any) -> Any:
+        handle = await temporal.start_run(
+            client, "approving", "Go.", id=f"cancel-{uuid.uuid4()}", task_queue=workers.queue
+        )
+        await until_pending(handle)
+        await temporal.approve(handle, "n1")
+        await handle.cancel()
+        return await temporal.run_result(handle)
+
+    result = run(main, workers.address)
+    aborted = "Permission denied: the run was aborted while awaiting approval"
+    assert texts(result.messages) == [
+        ("user", "Go."),
+        ("assistant:tool_use", "Working.[look#l1,note#n1,note#n2,note#n3]"),
+        ("result:ok", "l1=looked"),
+        ("result:error", f"n1={aborted}"),
+        ("result:error", f"n2={aborted}"),
+        ("result:error", f"n3={aborted}"),
+    ]
+    assert result.stop == al.AgentStop(al.StopKind.ABORTED, "the run was aborted")
+    assert lines(workers.directory / "notes.log") == []

@@ -207,8 +207,25 @@ def approving_timed() -> al.Agent:
     )
 
 
+def twice_step(request: ModelRequest) -> Any:
+    done = _results(request)
+    if done < 2:
+        return reply(f"Note {done}.", call("note", {"text": f"t{done}"}, id=f"t{done}"))
+    return reply(f"Done after {done} results.")
+
+
+def approving_twice() -> al.Agent:
+    """A note per turn for two turns, each waiting for a decision."""
+    return al.Agent(
+        ScriptedProvider([twice_step] * 1000),
+        tools=[note],
+        permissions=al.Permissions(ask=["note"], approver=al.DEFER),
+    )
+
+
 AGENTS = {
     "approving": approving,
+    "approving_twice": approving_twice,
     "approving_timed": approving_timed,
     "consulting": consulting,
     "typed": typed,

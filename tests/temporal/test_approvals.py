@@ -166,6 +166,58 @@ def _first_end(events: list[al.AgentEvent]) -> int:
     return next(i for i, event in enumerate(events) if isinstance(event, al.AgentEnd)) + 1
 
 
+def test_a_run_that_stops_again_after_resuming_waits_again(
+    workers: Workers, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each stop is its own wait: t0 approved, the next turn's t1 waits and is denied;
+    history, events and usage as in process (three loops: prompt, two resumes)."""
+    workers.start()
+
+    async def main(client: Any) -> Any:
+        handle = await temporal.start_run(
+            client, "approving_twice", "Go.", id=f"twice-{uuid.uuid4()}", task_queue=workers.queue
+        )
+        first = await until_pending(handle)
+        await temporal.approve(handle, "t0")
+        second = await until_pending(handle)
+        await temporal.deny(handle, "t1", "enough")
+        return first, second, await temporal.run_result(handle), await temporal.events(handle)
+
+    first, second, result, events = run(main, workers.address)
+    assert [call.tool_call_id for call in first + second] == ["t0", "t1"]
+    directory = tmp_path / "in-process"
+    directory.mkdir()
+    monkeypatch.setattr(temporal_agents, "DIR", directory)
+    agent = temporal_agents.approving_twice()
+    expected: list[al.AgentEvent] = []
+
+    async def in_process() -> None:
+        async with agent.prompt("Go.") as stream:
+            expected.extend([event async for event in stream])
+        for decision in (al.Approve("t0"), al.Deny("t1", "enough")):
+            async with agent.resume([decision]) as stream:
+                expected.extend([event async for event in stream])
+
+    trio.run(in_process)
+    assert (
+        texts(result.messages)
+        == texts(agent.messages)
+        == [
+            ("user", "Go."),
+            ("assistant:tool_use", "Note 0.[note#t0]"),
+            ("result:ok", "t0=noted t0"),
+            ("assistant:tool_use", "Note 1.[note#t1]"),
+            ("result:error", "t1=Permission denied: enough"),
+            ("assistant:stop", "Done after 2 results."),
+        ]
+    )
+    assert shapes(events) == shapes(expected)
+    ends = [event.usage for event in expected if isinstance(event, al.AgentEnd)]
+    assert len(ends) == 3
+    assert result.usage == ends[0] + ends[1] + ends[2]
+    assert lines(workers.directory / "notes.log") == ["t0"]
+
+
 def test_a_decision_after_the_worker_was_replaced(
     workers: Workers, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

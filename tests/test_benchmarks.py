@@ -70,6 +70,15 @@ def test_temporal_turns() -> None:
     assert lines[-1].startswith("workflow history (JSON) of one run: agentloop ")
 
 
+def test_temporal_approval() -> None:
+    """Both paths run on a real dev server (the tool and the activity once each per
+    run) and the table has a row each."""
+    lines = bench("temporal_approval.py", "--repeat", "1")
+    rows = [line.split(" | ")[0].strip() for line in lines if " | " in line]
+    assert rows == ["path", "agentloop approve Update -> tool", "plain signal -> activity"]
+    assert lines[-1].startswith("agentloop approve: ")
+
+
 def test_sse_decode() -> None:
     """The generated streams decode and parse back to what was built."""
     tiny = ["--size", "0.05", "--answer-mb", "0.01", "--repeat", "1", "--e2e-repeat", "1"]

@@ -19,6 +19,10 @@ A client starts a run and reads its result::
                              task_queue="agents")
     result = await run_result(handle)     # messages, stop reason, usage
 
+An agent with ``Permissions(approver=DEFER)`` waits for decisions, holding no
+worker: ``await pending(handle)`` lists the calls, ``await approve(handle,
+call_id)`` / ``await deny(handle, call_id, "why")`` decide them.
+
 The client is asyncio; from trio, run it through :class:`AsyncioThread`.
 See docs/concepts/durable.md.
 """
@@ -28,10 +32,13 @@ from ._agents import AgentFactory as AgentFactory
 from ._agents import load_agents as load_agents
 from ._client import AsyncioThread as AsyncioThread
 from ._client import RunResult as RunResult
+from ._client import approve as approve
+from ._client import deny as deny
 from ._client import event_count as event_count
 from ._client import events as events
 from ._client import follow_up as follow_up
 from ._client import make_worker as make_worker
+from ._client import pending as pending
 from ._client import run_result as run_result
 from ._client import start_run as start_run
 from ._client import steer as steer
@@ -42,11 +49,14 @@ __all__ = [
     "AgentRun",
     "AsyncioThread",
     "RunResult",
+    "approve",
+    "deny",
     "event_count",
     "events",
     "follow_up",
     "load_agents",
     "make_worker",
+    "pending",
     "run_result",
     "start_run",
     "steer",

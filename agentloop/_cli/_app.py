@@ -45,7 +45,6 @@ from .._secrets import redact_urls
 from .._tool import Permissions
 from .._types import AssistantMessage, StopReason, UserMessage
 from .._visible import visible, visible_line
-from .._words import plural
 from ..providers import RetryConfig
 from ..tools import hide_process_credentials
 from ._approvals import Approvals, decisions_for, pending_lines
@@ -340,7 +339,7 @@ class App:
         try:
             while True:
                 if self.agent.pending:  # a resumed session's calls: decided first
-                    decisions = await self._ask_pending()
+                    decisions = await self.approvals.decide_all(self.agent.pending)
                     if decisions is None:
                         return 0
                     await self._run(decisions=decisions)
@@ -371,22 +370,6 @@ class App:
             note = self.sessions.saved_note()
             if note is not None:
                 self.screen.line(note, "dim")
-
-    async def _ask_pending(self) -> list[Decision] | None:
-        """Ask about each call that awaits approval; None: the input ended first."""
-        pending = self.agent.pending
-        self.screen.line(
-            f"agentloop: {plural(len(pending), 'call')} of this session "
-            f"{'awaits' if len(pending) == 1 else 'await'} approval.",
-            "yellow",
-        )
-        decisions: list[Decision] = []
-        for call in pending:
-            decision = await self.approvals.decide(call)
-            if decision is None:
-                return None
-            decisions.append(decision)
-        return decisions
 
     def _usage_error(self, text: str) -> int:
         """Say ``text`` (a usage error) on standard error; the exit status, 2."""

@@ -191,6 +191,22 @@ class Approvals:
             self.screen.line("  not allowed", "yellow")
             return call.deny()
 
+    async def decide_all(self, pending: Sequence[PendingCall]) -> list[Decision] | None:
+        """Ask about each of the ``pending`` calls (a resumed session's), in order
+        (see :meth:`decide`); None: the input ended first, and they stay pending."""
+        verb = "awaits" if len(pending) == 1 else "await"
+        self.screen.line(
+            f"agentloop: {plural(len(pending), 'call')} of this session {verb} approval.",
+            "yellow",
+        )
+        decisions: list[Decision] = []
+        for call in pending:
+            decision = await self.decide(call)
+            if decision is None:
+                return None
+            decisions.append(decision)
+        return decisions
+
     def refuse(self, request: PermissionRequest) -> bool:
         """The approver when nobody can answer: the call is refused, and that is said."""
         self.screen.error(

@@ -71,7 +71,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the terminal agent; return the exit status.
 
     0: done; 1: the run ended in an error; 2: a usage or settings error; 3: the
-    run stopped at a limit; 130: stopped with Ctrl-C.
+    run stopped at a limit; 4: the run stopped, calls await approval
+    (``--defer-approvals``); 130: stopped with Ctrl-C.
     """
     options = parse_args(argv)
     try:
@@ -92,9 +93,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"agentloop: {visible(redact_urls(str(error)))}", file=sys.stderr)
         return 2
     output = answer = None
-    if options.prompt is not None and options.format != "text":
+    if options.one_shot and options.format != "text":
         output = JsonOutput(options.format, sys.stdout)  # and everything else on stderr
-    elif options.prompt is not None and not _same_terminal(1, 2):
+    elif options.one_shot and not _same_terminal(1, 2):
         # The final answer alone on stdout; the run is shown on stderr as it goes.
         answer = AnswerOutput(sys.stdout, terminal=_is_terminal(1))
     screen = Screen(

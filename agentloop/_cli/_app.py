@@ -12,8 +12,10 @@ Everything runs in one trio run, in these tasks:
   prompt at the bottom of the screen, in a thread of its own, with the output
   streaming above it and the status line below it; there Ctrl-C is a key, which
   it hands to :meth:`App.interrupt`. Otherwise :class:`~._input.LineReader`.
-- the main task: the prompt, the commands, and each run (``agent.prompt()``:
-  every event is recorded to the session and rendered).
+- the main task: the prompt, the commands, and each run (``agent.prompt()``,
+  or ``agent.resume(decisions)`` for calls that awaited approval: every event
+  is recorded to the session and rendered). A resumed session's calls that
+  await approval are asked about before the prompt.
 - during a run, the input router: a typed line is steering (``agent.steer``),
   ``/later TEXT`` a follow-up, ``/quit`` quits; while a permission question
   waits, the next line goes to it instead.
@@ -36,6 +38,7 @@ import trio
 
 from .. import _events as ev
 from .._agent import Agent
+from .._approval import ApprovalError, Decision
 from .._instructions import project_instructions
 from .._loop import ExecutionLimits
 from .._secrets import redact_urls
@@ -44,7 +47,7 @@ from .._types import AssistantMessage, StopReason, UserMessage
 from .._visible import visible, visible_line
 from ..providers import RetryConfig
 from ..tools import hide_process_credentials
-from ._approvals import Approvals
+from ._approvals import Approvals, decisions_for, pending_lines
 from ._args import Options
 from ._commands import ANY_DIRECTORY, error_hint, help_lines, permission_lines, tool_lines
 from ._editor import PromptReader, history_path
@@ -67,8 +70,16 @@ __all__ = ["App"]
 
 PROMPT = "\u203a "  # a single right-pointing angle quotation mark, then a space
 BANNER = "Type a prompt; /help lists the commands. Ctrl-C stops a run; Ctrl-D quits."
-#: How runs end that need no "the run ended" line after the rendered run.
-_SHOWN_ENDS = frozenset({ev.StopKind.COMPLETED, ev.StopKind.ERROR, ev.StopKind.ABORTED})
+#: How runs end that need no "the run ended" line after the rendered run (a stop
+#: for approval gets lines of its own: :meth:`App._say_pending`).
+_SHOWN_ENDS = frozenset(
+    {
+        ev.StopKind.COMPLETED,
+        ev.StopKind.ERROR,
+        ev.StopKind.ABORTED,
+        ev.StopKind.AWAITING_APPROVAL,
+    }
+)
 
 
 class App:
@@ -125,11 +136,12 @@ class App:
         self._running = False  # a run is going on
         self._stopping = False  # Ctrl-C asked this run to stop
         self._failure: str | None = None  # why the last run ended without its AgentEnd
+        self._end: ev.AgentEnd | None = None  # the last run's own AgentEnd
 
     @property
     def interactive(self) -> bool:
         """Whether this is an interactive session (no prompt on the command line)."""
-        return self.options.prompt is None
+        return not self.options.one_shot
 
     @property
     def agent(self) -> Agent:
@@ -178,9 +190,12 @@ class App:
             else:
                 reader = LineReader(nursery, self.stdin_fd)
             self._prompter = Prompter(self.screen, reader, prompt=PROMPT)
-            # With JSON output nobody can answer a question: asked calls are refused.
+            # With JSON output nobody can answer a question: asked calls are refused
+            # (or, with --defer-approvals, wait for decisions given later).
             unattended = None if self.output is None else self.options.format
-            self._approvals = Approvals(self._prompter, unattended=unattended)
+            self._approvals = Approvals(
+                self._prompter, unattended=unattended, defer=self.options.defer_approvals
+            )
             try:
                 with self._scope:
                     async with contextlib.AsyncExitStack() as stack:
@@ -192,11 +207,10 @@ class App:
                             print(f"agentloop: {said}", file=self.stderr, flush=True)
                             self.exit_code = 2
                         else:
-                            prompt = self.options.prompt
                             self.exit_code = (
-                                await self._repl()
-                                if prompt is None
-                                else await self._one_prompt(prompt)
+                                await self._one_shot()
+                                if self.options.one_shot
+                                else await self._repl()
                             )
             finally:
                 if self._editor is not None:
@@ -286,7 +300,10 @@ class App:
                 stack,
                 screen,
                 elicitation=approvals.elicitation,
-                sampling=(choice.provider, Permissions(default="ask", approver=approvals.approver)),
+                sampling=(
+                    choice.provider,
+                    Permissions(default="ask", approver=approvals.immediate),
+                ),
                 roots=[root],
             )
         self.permissions = make_permissions(approvals.approver, settings=options.permissions)
@@ -321,6 +338,12 @@ class App:
         prompter = self.prompter
         try:
             while True:
+                if self.agent.pending:  # a resumed session's calls: decided first
+                    decisions = await self.approvals.decide_all(self.agent.pending)
+                    if decisions is None:
+                        return 0
+                    await self._run(decisions=decisions)
+                    continue
                 queued = [*self.agent.steering_queue, *self.agent.follow_up_queue]
                 if queued:  # typed as the last run ended: they start the next one
                     self.agent.clear_queues()
@@ -348,16 +371,47 @@ class App:
             if note is not None:
                 self.screen.line(note, "dim")
 
-    async def _one_prompt(self, prompt: str) -> int:
-        """Run the command line's prompt; write the run's JSON object, or its answer, at the end."""
-        status = await self._run(prompt)
+    def _usage_error(self, text: str) -> int:
+        """Say ``text`` (a usage error) on standard error; the exit status, 2."""
+        self.screen.end_line()
+        print(f"agentloop: {visible(text)}", file=self.stderr, flush=True)
+        return 2
+
+    async def _one_shot(self) -> int:
+        """Run the command line's prompt, or go on with its decisions; write the run's
+        JSON object, or its answer, at the end."""
+        prompt = self.options.prompt
+        if prompt is not None:
+            pending = self.agent.pending
+            if pending:
+                ids = ", ".join(call.tool_call_id for call in pending)
+                return self._usage_error(
+                    f"calls of session {self.sessions.session_id} await approval ({ids}): "
+                    f"decide them first ({self.sessions.resume_command()} --approve "
+                    "CALL_ID, --deny CALL_ID[=REASON]...); nothing ran"
+                )
+            status = await self._run(prompt)
+        else:
+            options, session = self.options, self.sessions.session_id
+            try:
+                decisions = decisions_for(
+                    self.agent.pending, options.decisions, rest=options.decide_rest
+                )
+            except ApprovalError as error:
+                return self._usage_error(f"session {session}: {error}")
+            status = await self._run(decisions=decisions)
+        if self._end is not None and self._end.pending:
+            self._say_pending(self._end)
         if self.answer is not None:
             # A stop at a limit is said here; an error or an abort the renderer showed.
             self._say_end(self.answer.end, shown=_SHOWN_ENDS)
             self.answer.finish()
         if self.output is not None:
             # Any other end is said on stderr too.
-            self._say_end(self.output.end, shown=frozenset({ev.StopKind.COMPLETED}))
+            self._say_end(
+                self.output.end,
+                shown=frozenset({ev.StopKind.COMPLETED, ev.StopKind.AWAITING_APPROVAL}),
+            )
             self.output.finish(
                 status=status,
                 session_id=self.sessions.session_id,
@@ -366,14 +420,24 @@ class App:
             )
         return status
 
+    def _say_pending(self, end: ev.AgentEnd) -> None:
+        """The run stopped to await approval: which calls, and how to decide them."""
+        recorded = self.sessions.session_id is not None
+        command = self.sessions.resume_command() if recorded else None
+        for line, style in pending_lines(end.pending, self.sessions.session_id, command):
+            self.screen.line(line, style)
+
     def _say_end(self, end: ev.AgentEnd | None, *, shown: frozenset[ev.StopKind]) -> None:
         """Say how the run ended, unless it ended in one of the ``shown`` ways."""
         if end is not None and end.stop_reason.kind not in shown:
             stop = end.stop_reason
             self.screen.error(f"agentloop: the run ended ({stop.kind.value}): {stop.message}")
 
-    async def _run(self, *messages: str | UserMessage) -> int:
-        """Run the agent on ``messages``; the status by how the run ended (see ``_output``)."""
+    async def _run(
+        self, *messages: str | UserMessage, decisions: list[Decision] | None = None
+    ) -> int:
+        """Run the agent on ``messages``, or go on with ``decisions`` on the calls that
+        await approval; the status by how the run ended (see ``_output``)."""
         approvals = self.approvals
         self.sessions.open()
         self._running, self._stopping = True, False
@@ -384,7 +448,7 @@ class App:
         end: ev.AgentEnd | None = None
         run_id: str | None = None
         failed = False
-        self._failure = None
+        self._failure, self._end = None, None
         try:
             async with trio.open_nursery() as nursery:
                 if self.interactive and self.screen.input_is_terminal:
@@ -393,7 +457,12 @@ class App:
                     approvals.routing = True
                     nursery.start_soon(self._route_input)
                 try:
-                    async with self.agent.prompt(*messages) as events:
+                    run = (
+                        self.agent.prompt(*messages)
+                        if decisions is None
+                        else self.agent.resume(decisions)
+                    )
+                    async with run as events:
                         approvals.events = events
                         async for event in events:
                             if self.output is None:
@@ -405,7 +474,7 @@ class App:
                             if isinstance(event, ev.AgentStart) and run_id is None:
                                 run_id = event.loop_id  # the run's own loop: not a sub-agent's
                             elif isinstance(event, ev.AgentEnd) and event.loop_id == run_id:
-                                end = event
+                                end = self._end = event
                             if isinstance(event, ev.MessageEnd) and isinstance(
                                 event.message, AssistantMessage
                             ):

@@ -8,25 +8,82 @@ terminal, one at a time, and reads the answer from the next line of input.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING
+from collections.abc import Awaitable, Callable, Sequence
+from typing import TYPE_CHECKING, Literal
 
 import trio
 
 from .. import _events as ev
+from .._approval import DEFER, ApprovalError, Decision, Deferred, PendingCall, check_decisions
 from .._channel import EventReceiver
 from .._tool import Approver, PermissionRequest
+from .._words import plural
 from ._elicit import ask_form, form_fields
 from ._input import Prompter
-from ._setup import describe_request
+from ._setup import describe_call, describe_request
 
 if TYPE_CHECKING:  # agentloop.mcp needs the MCP SDK, an extra
     from ..mcp import Elicitation, ElicitationAnswer
 
-__all__ = ["Approvals"]
+__all__ = ["Approvals", "decisions_for", "pending_lines"]
 
 _CATCH_UP_LIMIT = 1000  # checkpoints to wait for the renderer before asking anyway
 _YES = frozenset({"y", "yes"})
+
+
+def decisions_for(
+    pending: Sequence[PendingCall],
+    decisions: Sequence[Decision],
+    *,
+    rest: Literal["approve", "deny"] | None = None,
+) -> list[Decision]:
+    """The command line's decisions on the ``pending`` calls: ``decisions`` (``--approve``,
+    ``--deny``), then ``rest`` (``--approve-all``, ``--deny-all``) for each call they
+    leave out.
+
+    Raises:
+        ApprovalError: no call is pending; a decision names a call that is not
+            pending; two decide one call; a pending call has none (each names
+            the ids, as :func:`~agentloop._approval.check_decisions`). Nothing ran.
+    """
+    if not pending:
+        raise ApprovalError("no call awaits approval: there is nothing to decide; nothing ran")
+    decided = list(decisions)
+    named = {decision.tool_call_id for decision in decided}
+    for call in pending:
+        if call.tool_call_id in named or rest is None:
+            continue
+        decided.append(call.approve() if rest == "approve" else call.deny())
+    check_decisions(pending, decided)
+    return decided
+
+
+def pending_lines(
+    pending: Sequence[PendingCall], session_id: str | None, resume_command: str | None
+) -> list[tuple[str, str]]:
+    """What a run that stopped to await approval says: the calls, a line each, and
+    how to decide them (``resume_command``: the command that continues the
+    session; None: it is not recorded); each line with its style."""
+    verb = "awaits" if len(pending) == 1 else "await"
+    where = f" (session {session_id})" if session_id is not None else ""
+    lines: list[tuple[str, str]] = [
+        (f"agentloop: the run stopped: {plural(len(pending), 'call')} {verb} approval{where}:",
+         "yellow"),
+    ]  # fmt: skip
+    width = max((len(call.tool_call_id) for call in pending), default=0)
+    lines += [
+        (f"  {call.tool_call_id.ljust(width)}  {describe_call(call)}", "") for call in pending
+    ]
+    if resume_command is None:
+        lines.append(
+            ("agentloop: the session is not recorded: these calls cannot be decided later", "red")
+        )
+    else:
+        lines.append(
+            (f"agentloop: decide with: {resume_command} --approve CALL_ID or --deny "
+             "CALL_ID[=REASON] for each (or --approve-all, --deny-all)", "yellow"),
+        )  # fmt: skip
+    return lines
 
 
 def _open_browser(url: str) -> bool:
@@ -55,15 +112,24 @@ class Approvals:
     With ``unattended`` (the output format, when the run's output is JSON for
     a script) nobody can answer: :attr:`approver` refuses asked calls and
     :attr:`elicitation` declines servers' questions, each said on the screen.
+    With ``defer`` (``--defer-approvals``), :attr:`approver` is
+    :data:`~agentloop.DEFER`: asked calls wait for a decision, and the run
+    stops awaiting approval.
+
+    :meth:`decide` asks about a call that awaits approval (a resumed session's),
+    the same question as :meth:`approve`.
 
     Cancellation: a question cancelled while it waits is withdrawn (the line
     editor's prompt comes back); the next line goes to the router again.
     """
 
-    def __init__(self, prompter: Prompter, *, unattended: str | None = None) -> None:
+    def __init__(
+        self, prompter: Prompter, *, unattended: str | None = None, defer: bool = False
+    ) -> None:
         self.prompter = prompter
         self.screen = prompter.screen
         self.unattended = unattended
+        self.defer = defer
         #: The input router reads the lines: a question waits for the one it hands over.
         self.routing = False
         #: The events of the run going on, as they are shown; None: no run.
@@ -72,8 +138,15 @@ class Approvals:
         self._lock = trio.Lock()
 
     @property
-    def approver(self) -> Approver:
-        """The approver of the permission policy: :meth:`approve`, or :meth:`refuse`."""
+    def approver(self) -> Approver | Deferred:
+        """The approver of the permission policy: :meth:`approve`, :meth:`refuse`, or
+        :data:`~agentloop.DEFER` (``defer``)."""
+        return DEFER if self.defer else self.immediate
+
+    @property
+    def immediate(self) -> Approver:
+        """An approver that answers now (for what cannot wait, such as an MCP server's
+        request to sample the model): :meth:`approve`, or :meth:`refuse`."""
         return self.approve if self.unattended is None else self.refuse
 
     @property
@@ -101,6 +174,38 @@ class Approvals:
                 why = " (no more input)" if answer is None else ""
                 self.screen.line(f"  not allowed{why}", "yellow")
             return allowed
+
+    async def decide(self, call: PendingCall) -> Decision | None:
+        """Ask on the terminal whether ``call``, which awaits approval, may run.
+
+        The question is :meth:`approve`'s; y or yes approves it, anything else
+        denies it. None: the input ended, and the call is left pending.
+        """
+        async with self._lock:
+            answer = await self.question(f"Allow {describe_call(call)}? [y/N] ")
+            if answer is None:
+                self.screen.line("  left awaiting approval (no more input)", "yellow")
+                return None
+            if answer.strip().lower() in _YES:
+                return call.approve()
+            self.screen.line("  not allowed", "yellow")
+            return call.deny()
+
+    async def decide_all(self, pending: Sequence[PendingCall]) -> list[Decision] | None:
+        """Ask about each of the ``pending`` calls (a resumed session's), in order
+        (see :meth:`decide`); None: the input ended first, and they stay pending."""
+        verb = "awaits" if len(pending) == 1 else "await"
+        self.screen.line(
+            f"agentloop: {plural(len(pending), 'call')} of this session {verb} approval.",
+            "yellow",
+        )
+        decisions: list[Decision] = []
+        for call in pending:
+            decision = await self.decide(call)
+            if decision is None:
+                return None
+            decisions.append(decision)
+        return decisions
 
     def refuse(self, request: PermissionRequest) -> bool:
         """The approver when nobody can answer: the call is refused, and that is said."""

@@ -10,6 +10,8 @@ from typing import Any, Literal
 import attrs
 
 from .. import __version__
+from .._approval import Approve, Decision, Deny
+from .._text import loads
 from ._settings import (
     OUTPUT_FORMATS,
     OutputFormat,
@@ -35,12 +37,21 @@ models:
 Without --model: Anthropic if ANTHROPIC_API_KEY is set, else OpenAI if
 OPENAI_API_KEY is set, else the offline demo.
 
-output formats (with -p):
+output formats (with -p, or with decisions):
   text          the final answer on stdout, the run on stderr (the default)
   json          one JSON object at the end: result, stop_reason, usage, session_id...
-  stream-json   every event as a line of JSON, as it happens
+  stream-json   every event as a line of JSON, as it happens; last, the json object
 The exit status says how the run ended: 0 completed, 1 an error, 3 a limit
-(--max-turns), 130 stopped (Ctrl-C); 2 is a usage or settings error.
+(--max-turns), 4 calls await approval (--defer-approvals), 130 stopped
+(Ctrl-C); 2 is a usage or settings error.
+
+approvals without a terminal:
+  -p PROMPT --defer-approvals      a call that needs approval is not asked: the
+                                   run stops (status 4) and lists the calls
+  --resume ID --approve CALL_ID    then decide each pending call, and the run
+     --deny CALL_ID[=REASON]       goes on: --approve CALL_ID='{"arg": ...}'
+     --approve-all --deny-all      runs it with those arguments; --approve-all
+                                   and --deny-all decide the calls not named
 
 Settings: ~/.config/agentloop/settings.toml (or $XDG_CONFIG_HOME/agentloop/, or
 $AGENTLOOP_HOME/), then .agentloop/settings.toml at the top of the project;
@@ -82,6 +93,12 @@ class Options:
         settings_sources: The settings files read, in the order they apply.
         trust: ``--trust``: the project's settings apply in full, for this run,
             whether the folder is trusted or not.
+        defer_approvals: ``--defer-approvals``: a call that needs approval is
+            not asked; the run stops awaiting approval (exit status 4).
+        decisions: ``--approve`` and ``--deny``: the decisions on the resumed
+            session's pending calls, in the order given.
+        decide_rest: ``--approve-all`` or ``--deny-all``: the decision on the
+            pending calls ``decisions`` leaves out; None: none.
     """
 
     prompt: str | None = None
@@ -102,11 +119,24 @@ class Options:
     sandbox_flag: Literal["on", "auto"] | None = None
     settings_sources: tuple[Path, ...] = ()
     trust: bool = False
+    defer_approvals: bool = False
+    decisions: tuple[Decision, ...] = ()
+    decide_rest: Literal["approve", "deny"] | None = None
 
     @property
     def format(self) -> OutputFormat:
         """The output format: ``output_format``, else ``text``."""
         return self.output_format or "text"
+
+    @property
+    def deciding(self) -> bool:
+        """Whether the command line decides the resumed session's pending calls."""
+        return bool(self.decisions) or self.decide_rest is not None
+
+    @property
+    def one_shot(self) -> bool:
+        """Whether this runs once and exits (a prompt, or decisions), not interactively."""
+        return self.prompt is not None or self.deciding
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -192,6 +222,37 @@ def build_parser() -> argparse.ArgumentParser:
         help="apply the project's settings (.agentloop/settings.toml) in full for this run, "
         "even where the folder is not trusted (for scripts and CI; nothing is remembered)",
     )
+    parser.add_argument(
+        "--defer-approvals",
+        action="store_true",
+        help="with -p: a call that needs approval is not asked; the run stops and lists the "
+        "calls (exit status 4): decide them with --resume ID --approve/--deny",
+    )
+    parser.add_argument(
+        "--approve",
+        action="append",
+        default=[],
+        metavar="CALL_ID[=ARGS]",
+        help="with --resume: run the pending call CALL_ID (with ARGS, a JSON object: with "
+        "those arguments) (repeatable)",
+    )
+    parser.add_argument(
+        "--deny",
+        action="append",
+        default=[],
+        metavar="CALL_ID[=REASON]",
+        help="with --resume: refuse the pending call CALL_ID; the model reads REASON (repeatable)",
+    )
+    parser.add_argument(
+        "--approve-all",
+        action="store_true",
+        help="with --resume: run every pending call --approve and --deny do not name",
+    )
+    parser.add_argument(
+        "--deny-all",
+        action="store_true",
+        help="with --resume: refuse every pending call --approve and --deny do not name",
+    )
     parser.add_argument("--version", action="version", version=f"agentloop {__version__}")
     parser.add_argument(
         "--any-directory",
@@ -209,6 +270,50 @@ def _positive(text: str) -> int:
     if value < 1:
         raise argparse.ArgumentTypeError(f"expected a whole number of 1 or more, got {text!r}")
     return value
+
+
+def _approval(text: str) -> Approve:
+    """``--approve CALL_ID[=ARGS]``; ValueError: ARGS is not a JSON object."""
+    call_id, _, edited = text.partition("=")
+    arguments = None
+    if edited:
+        try:
+            arguments = loads(edited)
+        except ValueError as error:
+            raise ValueError(f"--approve {text}: the arguments are not JSON: {error}") from None
+        if not isinstance(arguments, dict):
+            raise ValueError(f"--approve {text}: the arguments must be a JSON object")
+    return Approve(call_id, arguments)
+
+
+def _denial(text: str) -> Deny:
+    """``--deny CALL_ID[=REASON]``."""
+    call_id, _, reason = text.partition("=")
+    return Deny(call_id, reason or None)
+
+
+def _decisions(
+    parser: argparse.ArgumentParser, args: argparse.Namespace
+) -> tuple[tuple[Decision, ...], Literal["approve", "deny"] | None]:
+    """The decisions of ``--approve``, ``--deny``, ``--approve-all``, ``--deny-all``."""
+    decisions: list[Decision] = []
+    try:
+        decisions += [_approval(text) for text in args.approve]
+    except ValueError as error:
+        parser.error(str(error))
+    decisions += [_denial(text) for text in args.deny]
+    for decision in decisions:
+        if not decision.tool_call_id:
+            flag = "--approve" if isinstance(decision, Approve) else "--deny"
+            parser.error(
+                f"{flag} needs the id of a pending call (agentloop --resume ID lists them)"
+            )
+    if args.approve_all and args.deny_all:
+        parser.error("give --approve-all or --deny-all, not both")
+    rest: Literal["approve", "deny"] | None = (
+        "approve" if args.approve_all else "deny" if args.deny_all else None
+    )
+    return tuple(decisions), rest
 
 
 def parse_args(argv: Sequence[str] | None = None) -> Options:
@@ -237,7 +342,24 @@ def parse_args(argv: Sequence[str] | None = None) -> Options:
             "--sessions lists the sessions and exits: give it without "
             + ("a prompt" if prompt is not None else "--resume")
         )
-    if args.output_format not in (None, "text") and prompt is None:
+    decisions, rest = _decisions(parser, args)
+    deciding = bool(decisions) or rest is not None
+    if deciding and args.resume is None:
+        parser.error(
+            "--approve, --deny, --approve-all and --deny-all go with --resume [ID] (the "
+            "session whose calls await approval)"
+        )
+    if deciding and prompt is not None:
+        parser.error(
+            "give a prompt or decisions (--approve, --deny...), not both: the decided run "
+            "goes on by itself"
+        )
+    if args.defer_approvals and prompt is None and not deciding:
+        parser.error(
+            "--defer-approvals goes with a prompt (-p PROMPT) or with decisions (--resume ID "
+            "--approve ...): an interactive session asks"
+        )
+    if args.output_format not in (None, "text") and prompt is None and not deciding:
         parser.error(
             f"--output-format {args.output_format} goes with a prompt (-p PROMPT): an "
             "interactive session is shown as text"
@@ -263,6 +385,9 @@ def parse_args(argv: Sequence[str] | None = None) -> Options:
         max_turns=args.max_turns,
         sandbox_flag="auto" if args.auto else "on" if args.sandbox else None,
         trust=args.trust,
+        defer_approvals=args.defer_approvals,
+        decisions=decisions,
+        decide_rest=rest,
     )
 
 
@@ -273,7 +398,7 @@ def apply_settings(options: Options, settings: Settings) -> Options:
     the command line; without it, they come from the file that names a model
     (``--api-key-env`` still wins). ``--mcp-config`` and ``--output-format``
     replace the settings' ``mcp_servers`` and ``output_format``; an
-    ``output_format`` in a file is for runs with a prompt only.
+    ``output_format`` in a file is for runs with a prompt (or decisions) only.
     """
     sandbox, permissions = settings.sandbox, settings.permissions
     if options.sandbox_flag is not None:
@@ -292,10 +417,6 @@ def apply_settings(options: Options, settings: Settings) -> Options:
         changes["api_key_env"] = options.api_key_env or settings.api_key_env
     if options.mcp_config is None and settings.mcp_servers is not None:
         changes["mcp_config"] = settings.mcp_servers
-    if (
-        options.output_format is None
-        and settings.output_format is not None
-        and options.prompt is not None
-    ):
+    if options.output_format is None and settings.output_format is not None and options.one_shot:
         changes["output_format"] = settings.output_format
     return attrs.evolve(options, **changes)

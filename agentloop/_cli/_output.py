@@ -2,7 +2,9 @@
 
 ``stream-json`` writes every event as one line of JSON, as it happens, in
 :mod:`agentloop.serialization`'s format (the line's ``"type"`` is the event's
-class name); ``json`` writes one object when the run is over. Either way
+class name), and last a ``"type": "result"`` line: the object ``json`` writes
+when the run is over (its session id, its exit status, the calls that await
+approval...). Either way
 nothing else goes to standard output: the notes, warnings and errors go to
 standard error. Both are ASCII: no character of a model's reaches a terminal
 as itself.
@@ -40,6 +42,7 @@ EXIT_STATUS: dict[ev.StopKind, int] = {
     ev.StopKind.MAX_COST: 3,
     ev.StopKind.MAX_REQUESTS: 3,
     ev.StopKind.DEADLINE: 3,
+    ev.StopKind.AWAITING_APPROVAL: 4,
     ev.StopKind.ABORTED: 130,
 }
 
@@ -144,7 +147,12 @@ class JsonOutput:
     def result(
         self, *, status: int, session_id: str | None, model: str, failure: str | None = None
     ) -> dict[str, Any]:
-        """The ``json`` object of the finished run (``failure``: why it has no ``AgentEnd``)."""
+        """The ``json`` object of the finished run (``failure``: why it has no ``AgentEnd``).
+
+        ``pending`` lists the calls that await approval (a run that stopped
+        with ``--defer-approvals``), each as :mod:`agentloop.serialization`
+        writes a ``PendingCall``; ``[]`` when none does.
+        """
         from ..serialization import to_dict
 
         end = self.end
@@ -163,6 +171,7 @@ class JsonOutput:
                 else {}
             ),
             "num_turns": self.turns,
+            "pending": ([to_dict(call) for call in end.pending] if end is not None else []),
             "session_id": session_id,
             "model": model,
             "exit_status": status,
@@ -171,7 +180,9 @@ class JsonOutput:
     def finish(
         self, *, status: int, session_id: str | None, model: str, failure: str | None = None
     ) -> None:
-        """The run is over: with ``json``, write its object (see :meth:`result`)."""
-        if self.format == "json":
-            data = self.result(status=status, session_id=session_id, model=model, failure=failure)
-            self._write(json.dumps(data, sort_keys=True, separators=(",", ":")))
+        """The run is over: write its object (see :meth:`result`); with ``stream-json``,
+        as a last line whose ``"type"`` is ``"result"``."""
+        data = self.result(status=status, session_id=session_id, model=model, failure=failure)
+        if self.format == "stream-json":
+            data = {"type": "result", **data}
+        self._write(json.dumps(data, sort_keys=True, separators=(",", ":")))

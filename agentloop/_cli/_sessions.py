@@ -3,11 +3,13 @@
 Each event of a run is written to the session's file as it happens (see
 :mod:`agentloop.session`), so a crash loses nothing; ``--resume`` and
 ``/resume`` load a session back into the agent and record to its file from
-then on.
+then on. A session whose last run stopped to await approval comes back with
+its pending calls (``agent.pending``), never run by the loading.
 """
 
 from __future__ import annotations
 
+import json
 import shlex
 from pathlib import Path
 
@@ -15,9 +17,11 @@ import trio
 
 from .. import _events as ev
 from .._agent import Agent
-from .._types import ToolOutcome
+from .._approval import Suspended
+from .._types import AssistantMessage, ToolOutcome, ToolResultMessage
 from .._words import plural
 from ..session import (
+    Session,
     SessionLockedError,
     SessionRecorder,
     list_sessions,
@@ -26,9 +30,76 @@ from ..session import (
 )
 from ._commands import ANY_DIRECTORY, choose_session, session_lines
 from ._render import Screen
-from ._setup import SetupError
+from ._setup import SetupError, describe_call
 
-__all__ = ["SessionLog"]
+__all__ = ["SessionLog", "load_awaiting", "restore_awaiting"]
+
+_UNKNOWN = object()
+
+
+def load_awaiting(path: Path) -> tuple[Session, Suspended | None]:
+    """Load the session at ``path``, and where its last run stopped to await
+    approval (None: it did not). Blocking: call it in a thread.
+
+    Interim, until :mod:`agentloop.session` reads a stop for approval itself
+    (``Session.suspended``, set by ``Session.restore``): then that is used, and
+    the file is read once. Until then, the ``suspended`` of the last top-level
+    ``AgentEnd`` in the file, when that run is the session's last and it
+    stopped awaiting approval.
+
+    Raises:
+        OSError, ValueError: as :func:`~agentloop.session.load_session`.
+    """
+    session = load_session(path)
+    known = getattr(session, "suspended", _UNKNOWN)
+    if known is not _UNKNOWN:
+        return session, known if isinstance(known, Suspended) else None
+    stops = session.stops
+    if not (session.finished and stops and stops[-1].kind is ev.StopKind.AWAITING_APPROVAL):
+        return session, None
+    from ..serialization import from_dict
+
+    top: set[str] = set()
+    last: ev.AgentEnd | None = None
+    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+        try:
+            data = json.loads(line)
+        except ValueError:
+            continue  # load_session warned about it
+        if not isinstance(data, dict):
+            continue
+        if data.get("type") == "AgentStart" and data.get("parent_loop_id") is None:
+            top.add(str(data.get("loop_id")))
+        elif data.get("type") == "AgentEnd" and data.get("loop_id") in top:
+            last = from_dict(data, ev.AgentEnd)
+    return session, None if last is None else last.suspended
+
+
+def restore_awaiting(session: Session, suspended: Suspended | None, agent: Agent) -> None:
+    """Restore ``session`` into the idle ``agent``, with the calls that await approval.
+
+    Interim (see :func:`load_awaiting`): when the session API knows the stop,
+    ``Session.restore`` does it all. Else the history is restored without the
+    results the loading gave the reply's pending and held-back calls (an
+    ``INTERRUPTED`` placeholder, a held result), so it ends as the stopped run
+    left it, and ``agent.context.suspended`` is set: ``agent.pending`` lists
+    the calls and ``agent.resume(decisions)`` goes on.
+    """
+    session.restore(agent)
+    if suspended is None or getattr(session, "suspended", _UNKNOWN) is not _UNKNOWN:
+        return
+    waiting = {*suspended.call_ids, *(result.tool_call_id for result in suspended.results)}
+    messages = list(agent.context.messages)
+    reply = max(
+        (i for i, message in enumerate(messages) if isinstance(message, AssistantMessage)),
+        default=-1,
+    )
+    agent.context.messages = messages[: reply + 1] + [
+        message
+        for message in messages[reply + 1 :]
+        if not (isinstance(message, ToolResultMessage) and message.tool_call_id in waiting)
+    ]
+    agent.context.suspended = suspended
 
 
 class SessionLog:
@@ -126,7 +197,7 @@ class SessionLog:
             info = choose_session(
                 sessions, session_id, here=here, any_directory=any_directory, listing=listing
             )
-            session = await trio.to_thread.run_sync(load_session, info.path)
+            session, suspended = await trio.to_thread.run_sync(load_awaiting, info.path)
         except LookupError as error:
             raise SetupError(str(error)) from error
         except (OSError, ValueError) as error:
@@ -135,14 +206,21 @@ class SessionLog:
         self.path = info.path
         self._elsewhere = info.cwd != here
         self.failed = False
-        if session.interrupted:
+        recovered: tuple[ToolResultMessage, ...] = ()
+        if suspended is not None:  # its calls wait for decisions: none runs now
+            restore_awaiting(session, suspended, agent)
+        elif session.interrupted:
             # Calls the stopped process left open: answered now, and recorded.
             self.open()
             recovered = await session.recover(agent)
         else:
             session.restore(agent)
-            recovered = ()
-        restored = f"{plural(len(session.messages), 'message')} restored"
+        restored = f"{plural(len(agent.messages), 'message')} restored"
+        pending = agent.pending
+        if pending:
+            calls = ", ".join(f"{describe_call(call)} ({call.tool_call_id})" for call in pending)
+            verb = "awaits" if len(pending) == 1 else "await"
+            restored += f"; {plural(len(pending), 'call')} {verb} approval: {calls}"
         if info.cwd == here:
             said = f"agentloop: resumed session {session.session_id}: {restored}."
         else:

@@ -10,6 +10,7 @@ from typing import Any
 
 import trio
 
+from .._approval import Deferred, PendingCall
 from .._errors import AgentloopError
 from .._instructions import ProjectInstructions
 from .._text import loads
@@ -23,6 +24,7 @@ from ._settings import PermissionSettings, SandboxSettings, user_settings_path
 __all__ = [
     "SetupError",
     "builtin_tools",
+    "describe_call",
     "describe_request",
     "instructions_note",
     "make_permissions",
@@ -145,7 +147,7 @@ def builtin_tools(
 
 
 def make_permissions(
-    approver: Approver,
+    approver: Approver | Deferred,
     *,
     also_allowed: Iterable[str] = (),
     settings: PermissionSettings | None = None,
@@ -180,6 +182,13 @@ def describe_request(request: PermissionRequest) -> str:
     if request.subject is not None:
         return f"{request.tool_name}({request.subject[1]})"
     return f"{request.tool_name}({summarize_args(request.arguments)})"
+
+
+def describe_call(call: PendingCall) -> str:
+    """A call that awaits approval as the user is asked about it (as :func:`describe_request`)."""
+    if call.subject is not None:
+        return f"{call.tool_name}({call.subject[1]})"
+    return f"{call.tool_name}({summarize_args(call.arguments)})"
 
 
 async def openapi_tools(sources: Sequence[str], base_url: str | None) -> list[AgentTool]:

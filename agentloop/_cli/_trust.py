@@ -301,7 +301,7 @@ def settle_settings(
             pass
         elif options.sessions:
             project = review.narrowing
-        elif options.prompt is None and _is_terminal(stdin) and _is_terminal(stdout):
+        elif not options.one_shot and _is_terminal(stdin) and _is_terminal(stdout):
             # A yes trusts the file for every run: show all it could widen, not only
             # what widens with this run's options.
             every = _review(files, options, any_run=True)

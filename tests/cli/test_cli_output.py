@@ -65,13 +65,14 @@ def test_json_is_one_object_and_nothing_else(tmp_path: Path) -> None:
     [session] = (tmp_path / "home" / "sessions").iterdir()
     script = tmp_path / "s.json"
     assert set(result) == {
-        "result", "stop_reason", "usage", "usage_by_model", "num_turns", "session_id", "model",
-        "exit_status",
+        "result", "stop_reason", "usage", "usage_by_model", "num_turns", "pending", "session_id",
+        "model", "exit_status",
     }  # fmt: skip
     assert {k: v for k, v in result.items() if not k.startswith("usage")} == {
         "result": "Nothing here.",
         "stop_reason": {"kind": "completed", "message": "", "error": None},
         "num_turns": 2,
+        "pending": [],
         "session_id": session.stem,
         "model": f"scripted:{script}",
         "exit_status": 0,
@@ -84,9 +85,12 @@ def test_json_is_one_object_and_nothing_else(tmp_path: Path) -> None:
 
 
 def test_stream_json_is_every_event_a_line(tmp_path: Path) -> None:
+    """Every event a line, then the ``result`` line (see test_cli_deferred)."""
     done = run(tmp_path, LIST, "--output-format", "stream-json")
     assert done.returncode == 0, done.stderr
-    events = [from_json(line, al.AgentEvent) for line in done.stdout.splitlines()]
+    *lines, result = done.stdout.splitlines()
+    assert json.loads(result)["type"] == "result"
+    events = [from_json(line, al.AgentEvent) for line in lines]
     kinds = [type(event).__name__ for event in events]
     assert kinds[0] == "AgentStart"
     assert kinds[-1] == "AgentEnd"
@@ -124,7 +128,7 @@ def test_the_exit_status_says_how_the_run_ended(
         result = json.loads(done.stdout)
         assert (result["stop_reason"]["kind"], result["exit_status"]) == (kind, status)
     elif output == "stream-json":
-        end = from_json(done.stdout.splitlines()[-1], al.AgentEvent)
+        end = from_json(done.stdout.splitlines()[-2], al.AgentEvent)
         assert isinstance(end, al.AgentEnd)
         assert end.stop_reason.kind.value == kind
     else:  # the answer of a run that completed, or nothing
@@ -208,7 +212,7 @@ def test_asked_calls_are_refused_with_json_output(tmp_path: Path) -> None:
         "json nobody is asked (allow it in the settings' [permissions])"
     )
     streamed = run(tmp_path, turns, "--output-format", "stream-json")
-    events = [from_json(line, al.AgentEvent) for line in streamed.stdout.splitlines()]
+    events = [from_json(line, al.AgentEvent) for line in streamed.stdout.splitlines()[:-1]]
     ends = [event for event in events if isinstance(event, al.ToolExecutionEnd)]
     assert [(e.is_error, e.result.text_content) for e in ends] == [
         (True, "Permission denied: bash 'echo hi' was not approved")
@@ -230,3 +234,4 @@ def test_every_stop_kind_has_a_status() -> None:
     assert set(EXIT_STATUS) == set(al.StopKind)
     assert exit_status(al.AgentStop(al.StopKind.DEADLINE)) == 3
     assert exit_status(al.AgentStop(al.StopKind.ABORTED)) == 130
+    assert exit_status(al.AgentStop(al.StopKind.AWAITING_APPROVAL)) == 4

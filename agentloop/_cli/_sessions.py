@@ -9,7 +9,6 @@ its pending calls (``agent.pending``), never run by the loading.
 
 from __future__ import annotations
 
-import json
 import shlex
 from pathlib import Path
 
@@ -17,11 +16,9 @@ import trio
 
 from .. import _events as ev
 from .._agent import Agent
-from .._approval import Suspended
-from .._types import AssistantMessage, ToolOutcome, ToolResultMessage
+from .._types import ToolOutcome, ToolResultMessage
 from .._words import plural
 from ..session import (
-    Session,
     SessionLockedError,
     SessionRecorder,
     list_sessions,
@@ -32,74 +29,7 @@ from ._commands import ANY_DIRECTORY, choose_session, session_lines
 from ._render import Screen
 from ._setup import SetupError, describe_call
 
-__all__ = ["SessionLog", "load_awaiting", "restore_awaiting"]
-
-_UNKNOWN = object()
-
-
-def load_awaiting(path: Path) -> tuple[Session, Suspended | None]:
-    """Load the session at ``path``, and where its last run stopped to await
-    approval (None: it did not). Blocking: call it in a thread.
-
-    Interim, until :mod:`agentloop.session` reads a stop for approval itself
-    (``Session.suspended``, set by ``Session.restore``): then that is used, and
-    the file is read once. Until then, the ``suspended`` of the last top-level
-    ``AgentEnd`` in the file, when that run is the session's last and it
-    stopped awaiting approval.
-
-    Raises:
-        OSError, ValueError: as :func:`~agentloop.session.load_session`.
-    """
-    session = load_session(path)
-    known = getattr(session, "suspended", _UNKNOWN)
-    if known is not _UNKNOWN:
-        return session, known if isinstance(known, Suspended) else None
-    stops = session.stops
-    if not (session.finished and stops and stops[-1].kind is ev.StopKind.AWAITING_APPROVAL):
-        return session, None
-    from ..serialization import from_dict
-
-    top: set[str] = set()
-    last: ev.AgentEnd | None = None
-    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
-        try:
-            data = json.loads(line)
-        except ValueError:
-            continue  # load_session warned about it
-        if not isinstance(data, dict):
-            continue
-        if data.get("type") == "AgentStart" and data.get("parent_loop_id") is None:
-            top.add(str(data.get("loop_id")))
-        elif data.get("type") == "AgentEnd" and data.get("loop_id") in top:
-            last = from_dict(data, ev.AgentEnd)
-    return session, None if last is None else last.suspended
-
-
-def restore_awaiting(session: Session, suspended: Suspended | None, agent: Agent) -> None:
-    """Restore ``session`` into the idle ``agent``, with the calls that await approval.
-
-    Interim (see :func:`load_awaiting`): when the session API knows the stop,
-    ``Session.restore`` does it all. Else the history is restored without the
-    results the loading gave the reply's pending and held-back calls (an
-    ``INTERRUPTED`` placeholder, a held result), so it ends as the stopped run
-    left it, and ``agent.context.suspended`` is set: ``agent.pending`` lists
-    the calls and ``agent.resume(decisions)`` goes on.
-    """
-    session.restore(agent)
-    if suspended is None or getattr(session, "suspended", _UNKNOWN) is not _UNKNOWN:
-        return
-    waiting = {*suspended.call_ids, *(result.tool_call_id for result in suspended.results)}
-    messages = list(agent.context.messages)
-    reply = max(
-        (i for i, message in enumerate(messages) if isinstance(message, AssistantMessage)),
-        default=-1,
-    )
-    agent.context.messages = messages[: reply + 1] + [
-        message
-        for message in messages[reply + 1 :]
-        if not (isinstance(message, ToolResultMessage) and message.tool_call_id in waiting)
-    ]
-    agent.context.suspended = suspended
+__all__ = ["SessionLog"]
 
 
 class SessionLog:
@@ -197,7 +127,7 @@ class SessionLog:
             info = choose_session(
                 sessions, session_id, here=here, any_directory=any_directory, listing=listing
             )
-            session, suspended = await trio.to_thread.run_sync(load_awaiting, info.path)
+            session = await trio.to_thread.run_sync(load_session, info.path)
         except LookupError as error:
             raise SetupError(str(error)) from error
         except (OSError, ValueError) as error:
@@ -207,8 +137,8 @@ class SessionLog:
         self._elsewhere = info.cwd != here
         self.failed = False
         recovered: tuple[ToolResultMessage, ...] = ()
-        if suspended is not None:  # its calls wait for decisions: none runs now
-            restore_awaiting(session, suspended, agent)
+        if session.suspended is not None:  # its calls wait for decisions: none runs now
+            session.restore(agent)
         elif session.interrupted:
             # Calls the stopped process left open: answered now, and recorded.
             self.open()

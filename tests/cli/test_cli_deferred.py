@@ -19,7 +19,7 @@ from test_cli import PROMPT, STATUS, Terminal, run_cli, terminal, write_script
 import agentloop as al
 from agentloop._cli import parse_args
 from agentloop._cli._render import Screen, make_console
-from agentloop._cli._sessions import SessionLog, load_awaiting, restore_awaiting
+from agentloop._cli._sessions import SessionLog
 from agentloop.providers import ScriptedProvider
 from agentloop.serialization import from_json
 from agentloop.session import list_sessions, load_session
@@ -140,7 +140,8 @@ def test_defer_approvals_stops_with_status_4_and_the_json_lists_the_calls(
     ]
     assert place.out == ""  # the command did not run
     # The file holds the stop; the history ends with the reply and the results made so far.
-    session, suspended = load_awaiting(path)
+    session = load_session(path)
+    suspended = session.suspended
     assert session.stops[-1].kind is al.StopKind.AWAITING_APPROVAL
     assert suspended is not None
     assert [call.tool_call_id for call in suspended.pending] == ["c2"]
@@ -500,8 +501,7 @@ async def test_a_stopped_session_is_restored_with_its_pending_calls_and_never_re
     ]
     assert [call.tool_call_id for call in agent.pending] == ["c2"]
     assert place.out == ""
-    again, suspended = load_awaiting(path)
     other = al.Agent(ScriptedProvider([]))
-    restore_awaiting(again, suspended, other)
+    load_session(path).restore(other)
     assert other.messages == agent.messages
     assert other.pending == agent.pending

@@ -144,7 +144,6 @@ if not any(isinstance(handler, _logging.NullHandler) for handler in _logger.hand
 _log.install()
 
 __all__ = [
-    "DEFER",
     "AfterCompactionHook",
     "AfterLoopHook",
     "AfterToolHook",
@@ -175,6 +174,7 @@ __all__ = [
     "CompactionRecord",
     "CompactionStarted",
     "Content",
+    "DEFER",
     "Decision",
     "Deny",
     "EntryState",

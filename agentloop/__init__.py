@@ -145,7 +145,6 @@ if not any(isinstance(handler, _logging.NullHandler) for handler in _logger.hand
 _log.install()
 
 __all__ = [
-    "DEFER",
     "AfterCompactionHook",
     "AfterLoopHook",
     "AfterToolHook",
@@ -176,6 +175,7 @@ __all__ = [
     "CompactionRecord",
     "CompactionStarted",
     "Content",
+    "DEFER",
     "Decision",
     "Deferred",
     "Deny",

@@ -29,7 +29,7 @@ from typing import Any, Final, TypeAlias
 import attrs
 
 from ._errors import AgentloopError
-from ._types import ToolResultMessage
+from ._types import ToolResultMessage, UserMessage
 
 __all__ = [
     "DEFER",
@@ -65,6 +65,10 @@ def _pending(value: Iterable[PendingCall]) -> tuple[PendingCall, ...]:
 
 
 def _results(value: Iterable[ToolResultMessage]) -> tuple[ToolResultMessage, ...]:
+    return tuple(value)
+
+
+def _queued(value: Iterable[UserMessage]) -> tuple[UserMessage, ...]:
     return tuple(value)
 
 
@@ -153,6 +157,9 @@ class Suspended:
             counted; the run goes on counting from there.
         elapsed: Seconds the run had run (``max_duration``); the wait is not
             counted.
+        queued: Steering messages the run took from its queue during that
+            turn, not yet in the history: they join it after the turn's
+            results, when the run goes on.
     """
 
     pending: tuple[PendingCall, ...] = attrs.field(converter=_pending)
@@ -163,6 +170,7 @@ class Suspended:
     tokens_used: int = 0
     cost: float = 0.0
     elapsed: float = 0.0
+    queued: tuple[UserMessage, ...] = attrs.field(default=(), converter=_queued)
 
     @property
     def call_ids(self) -> tuple[str, ...]:

@@ -27,6 +27,7 @@ class AgentloopError(Exception):
         │   │   └── ContextOverflowError    the request is longer than the model's window
         │   └── FallbackError         every model of a FallbackProvider failed
         ├── OutputError               a run ended without its structured output
+        ├── ApprovalError             decisions that cannot be applied (also a ValueError)
         ├── ScriptExhausted           a ScriptedProvider ran out of turns
         ├── McpConnectionError        an MCP server cannot be reached (also a ConnectionError)
         │   └── McpAuthError          signing in to it failed (OAuth)

@@ -303,8 +303,10 @@ class ToolExecutionStart(AgentEvent):
 
 @attrs.frozen(kw_only=True)
 class ToolApprovalRequested(AgentEvent):
-    """A tool call needs approval (a permission ``ask``): the approver is asked, or the
-    call waits for a decision (``deferred``). ``reason`` says what asked."""
+    """A tool call needs approval (a permission ``ask``): the approver is asked, or,
+    with ``Permissions(approver=DEFER)`` (``deferred``), the call waits for a decision
+    (an approver that answers ``DEFER`` is asked first: ``deferred`` is False).
+    ``reason`` says what asked, ``rule`` is the ``ask`` rule's text."""
 
     tool_call_id: str
     tool_name: str

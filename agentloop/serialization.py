@@ -19,6 +19,7 @@ are one of several classes carry a tag:
 - content blocks, key ``"type"``: ``"text"``, ``"image"``, ``"thinking"``, ``"tool_call"``;
 - messages, key ``"role"``: ``"user"``, ``"assistant"``, ``"tool_result"``;
 - stream deltas, key ``"type"``: ``"text"``, ``"thinking"``, ``"tool_call"``, ``"restart"``;
+- approval decisions, key ``"decision"``: ``"approve"``, ``"deny"``;
 - events, key ``"type"``: the class name, ``"AgentStart"``, ``"ToolExecutionEnd"``...
   Every subclass of :class:`~agentloop.AgentEvent` is covered, including ones
   defined later, in any module: the tag is looked up among the subclasses alive
@@ -66,10 +67,11 @@ Reading into a union or a base class
 ``type_`` may be a class (``UserMessage``, ``ToolResult``...), the base class
 :class:`~agentloop.AgentEvent` (the tag picks the subclass; a concrete event class
 accepts its own subclasses the same way), or one of the union aliases
-:data:`~agentloop.Message`, :data:`~agentloop.Content` and
-:data:`~agentloop.StreamDelta` (the tag picks the member), or a container of
-these (``list[AgentEvent]``, ``tuple[Message, ...]``). For a class, type
-checkers infer the result (``from_json(text, UserMessage)`` is a ``UserMessage``);
+:data:`~agentloop.Message`, :data:`~agentloop.Content`,
+:data:`~agentloop.StreamDelta` and :data:`~agentloop.Decision` (the tag picks
+the member), or a container of these (``list[AgentEvent]``,
+``tuple[Message, ...]``). For a class, type checkers infer the result
+(``from_json(text, UserMessage)`` is a ``UserMessage``);
 for a union alias they infer ``Any``, so annotate: ``msg: Message = from_json(text,
 Message)``.
 
@@ -102,6 +104,7 @@ from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, overrid
 from cattrs.preconf.json import make_converter
 from cattrs.v import format_exception
 
+from ._approval import Approve, Deny
 from ._errors import AgentloopError
 from ._events import (
     AgentEvent,
@@ -166,6 +169,7 @@ _CONTENT = _Family("type", "content type")
 _MESSAGE = _Family("role", "message role")
 _DELTA = _Family("type", "delta type")
 _EVENT = _Family("type", "event type")
+_DECISION = _Family("decision", "decision")
 
 # The closed families: exactly these classes, exactly these tags.
 _TAGS: Final[dict[type, tuple[_Family, str]]] = {
@@ -180,6 +184,8 @@ _TAGS: Final[dict[type, tuple[_Family, str]]] = {
     ThinkingDelta: (_DELTA, "thinking"),
     ToolCallDelta: (_DELTA, "tool_call"),
     StreamRestart: (_DELTA, "restart"),
+    Approve: (_DECISION, "approve"),
+    Deny: (_DECISION, "deny"),
 }
 
 

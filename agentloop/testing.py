@@ -20,6 +20,7 @@ from typing import TypeVar
 import trio
 
 from ._agent import Agent
+from ._approval import Suspended
 from ._events import AgentEvent, MessageUpdate, TextDelta
 from ._types import AssistantMessage, Message, ToolResultMessage, UserMessage
 from .providers import ScriptedProvider, ScriptExhausted, call, fail, reply
@@ -94,12 +95,17 @@ async def collect_events(agent: Agent, *messages: str | UserMessage) -> list[Age
     return recorder.events
 
 
-def assert_well_formed(messages: Sequence[Message]) -> None:
+def assert_well_formed(messages: Sequence[Message], *, suspended: Suspended | None = None) -> None:
     """Assert that ``messages`` is a history a model API would accept.
 
     Every tool call of an assistant message is answered by exactly one tool
     result before the next assistant or user message, results answer calls of
     the assistant message right before them, and no id is answered twice.
+
+    With ``suspended`` (``AgentEnd.suspended`` of a run that stopped awaiting
+    approval), the history is the one at that stop: the last reply's calls left
+    unanswered must be exactly its pending calls and the calls whose results it
+    holds back.
 
     Raises:
         AssertionError: describing the first problem found.
@@ -135,5 +141,13 @@ def assert_well_formed(messages: Sequence[Message]) -> None:
                 f"message {position}: user message while tool calls "
                 f"{sorted(open_calls)} have no result"
             )
+    if suspended is not None:
+        waiting = {*suspended.call_ids, *(r.tool_call_id for r in suspended.results)}
+        if set(open_calls) != waiting:
+            raise AssertionError(
+                f"tool calls {sorted(open_calls)} have no result, but the stop waits "
+                f"for {sorted(waiting)}"
+            )
+        return
     if open_calls:
         raise AssertionError(f"tool calls {sorted(open_calls)} have no result")

@@ -221,6 +221,33 @@ def inrun_entries() -> SearchStrategy[al.InrunEntry]:
 
 _loop = {"loop_id": ids}
 
+# --------------------------------------------------------------------------- approvals
+
+_subjects = st.none() | st.tuples(st.sampled_from(["command", "path"]), texts)
+approves = st.builds(al.Approve, tool_call_id=ids, arguments=st.none() | json_objects())
+denies = st.builds(al.Deny, tool_call_id=ids, reason=optional_texts)
+pending_calls = st.builds(
+    al.PendingCall,
+    tool_call_id=ids,
+    tool_name=ids,
+    arguments=json_objects(),
+    reason=texts,
+    rule=optional_texts,
+    subject=_subjects,
+)
+suspendeds = st.builds(
+    al.Suspended,
+    pending=st.lists(pending_calls, min_size=1, max_size=3).map(tuple),
+    results=st.lists(tool_result_messages(), max_size=3).map(tuple),
+    turn_index=counts,
+    turns_done=counts,
+    requests=counts,
+    tokens_used=counts,
+    cost=finite_floats,
+    elapsed=finite_floats,
+    queued=st.lists(user_messages(), max_size=2).map(tuple),
+)
+
 agent_stops = st.builds(
     al.AgentStop,
     st.sampled_from(al.StopKind),
@@ -240,6 +267,7 @@ agent_events: dict[type[al.AgentEvent], SearchStrategy[Any]] = {
         timestamp=timestamps,
         stop_reason=agent_stops,
         output=st.none() | json_objects(),
+        suspended=st.none() | suspendeds,
     ),
     al.TurnStart: st.builds(al.TurnStart, **_loop, turn_index=counts, timestamp=timestamps),
     al.TurnEnd: st.builds(
@@ -259,6 +287,26 @@ agent_events: dict[type[al.AgentEvent], SearchStrategy[Any]] = {
     al.OutputUpdate: st.builds(al.OutputUpdate, **_loop, partial=st.none() | json_objects()),
     al.ToolExecutionStart: st.builds(
         al.ToolExecutionStart, **_loop, tool_call_id=ids, tool_name=ids, args=json_objects()
+    ),
+    al.ToolApprovalRequested: st.builds(
+        al.ToolApprovalRequested,
+        **_loop,
+        tool_call_id=ids,
+        tool_name=ids,
+        args=json_objects(),
+        reason=texts,
+        rule=optional_texts,
+        deferred=st.booleans(),
+    ),
+    al.ToolApprovalDecided: st.builds(
+        al.ToolApprovalDecided,
+        **_loop,
+        tool_call_id=ids,
+        tool_name=ids,
+        approved=st.booleans(),
+        arguments=json_objects(),
+        reason=optional_texts,
+        by=st.sampled_from(["approver", "decision"]),
     ),
     al.ToolExecutionUpdate: st.builds(
         al.ToolExecutionUpdate,
@@ -340,8 +388,10 @@ permission_requests = st.builds(
     tool_name=ids,
     tool_call_id=ids,
     arguments=st.dictionaries(st.text(max_size=8), json_values(), max_size=3),
-    subject=st.none() | st.tuples(st.sampled_from(["command", "path"]), texts),
+    subject=_subjects,
     rule=st.none() | permission_rules,
+    sandboxed=st.booleans(),
+    reason=texts,
 )
 
 
@@ -406,6 +456,10 @@ STRATEGIES: dict[type, SearchStrategy[Any]] = {
     al.Batched: st.builds(al.Batched, size=st.integers(min_value=1, max_value=64)),
     al.PermissionRule: permission_rules,
     al.PermissionRequest: permission_requests,
+    al.Approve: approves,
+    al.Deny: denies,
+    al.PendingCall: pending_calls,
+    al.Suspended: suspendeds,
     al.AgentEvent: events(),
     **agent_events,
 }

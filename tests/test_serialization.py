@@ -12,7 +12,16 @@ import attrs
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from strategies import STRATEGIES, content_blocks, events, messages, run_counts, stream_deltas
+from strategies import (
+    STRATEGIES,
+    approves,
+    content_blocks,
+    denies,
+    events,
+    messages,
+    run_counts,
+    stream_deltas,
+)
 
 import agentloop as al
 from agentloop._loop import RunCounts
@@ -74,8 +83,9 @@ def test_to_dict_returns_plain_json_data(type_: type, data: st.DataObject) -> No
         (al.Content, content_blocks()),
         (al.StreamDelta, stream_deltas()),
         (al.AgentEvent, events()),
+        (al.Decision, approves | denies),
     ],
-    ids=["Message", "Content", "StreamDelta", "AgentEvent"],
+    ids=["Message", "Content", "StreamDelta", "AgentEvent", "Decision"],
 )
 @given(data=st.data())
 def test_union_or_base_class_picks_the_tagged_class(
@@ -255,8 +265,112 @@ GOLDEN: list[tuple[object, dict[str, Any]]] = [
             "outcome": "ok",
         },
     ),
+    (
+        al.AgentEnd(
+            loop_id="main",
+            messages=(),
+            usage=al.Usage(),
+            timestamp=TS + 9,
+            stop_reason=al.AgentStop(
+                al.StopKind.AWAITING_APPROVAL, "Awaiting approval: write (call_2)"
+            ),
+            suspended=al.Suspended(
+                pending=[
+                    al.PendingCall(
+                        tool_call_id="call_2",
+                        tool_name="write",
+                        arguments={"path": "a.md"},
+                        reason="write on 'a.md' needs approval (the rule ask(write))",
+                        rule="write",
+                        subject=("path", "a.md"),
+                    )
+                ],
+                results=[
+                    al.ToolResultMessage(
+                        "call_1", "ls", (al.TextContent("a.md"),), timestamp=TS + 3
+                    )
+                ],
+                turn_index=1,
+                turns_done=2,
+                requests=2,
+                tokens_used=30,
+                cost=0.5,
+                elapsed=1.25,
+            ),
+        ),
+        {
+            "type": "AgentEnd",
+            "loop_id": "main",
+            "messages": [],
+            "usage": {
+                "input": 0,
+                "output": 0,
+                "cache_read": 0,
+                "cache_write": 0,
+                "total_tokens": 0,
+                "reasoning": 0,
+                "cost": 0.0,
+            },
+            "timestamp": TS + 9,
+            "stop_reason": {
+                "kind": "awaiting_approval",
+                "message": "Awaiting approval: write (call_2)",
+                "error": None,
+            },
+            "usage_by_model": {},
+            "output": None,
+            "suspended": {
+                "pending": [
+                    {
+                        "tool_call_id": "call_2",
+                        "tool_name": "write",
+                        "arguments": {"path": "a.md"},
+                        "reason": "write on 'a.md' needs approval (the rule ask(write))",
+                        "rule": "write",
+                        "subject": ["path", "a.md"],
+                    }
+                ],
+                "results": [
+                    {
+                        "role": "tool_result",
+                        "tool_call_id": "call_1",
+                        "tool_name": "ls",
+                        "content": [{"type": "text", "text": "a.md"}],
+                        "is_error": False,
+                        "timestamp": TS + 3,
+                        "child_loop_id": None,
+                        "outcome": "ok",
+                    }
+                ],
+                "turn_index": 1,
+                "turns_done": 2,
+                "requests": 2,
+                "tokens_used": 30,
+                "cost": 0.5,
+                "elapsed": 1.25,
+                "queued": [],
+            },
+        },
+    ),
+    (
+        al.Approve("call_2", {"path": "b.md"}),
+        {"decision": "approve", "tool_call_id": "call_2", "arguments": {"path": "b.md"}},
+    ),
+    (
+        al.Deny("call_3", "Not today"),
+        {"decision": "deny", "tool_call_id": "call_3", "reason": "Not today"},
+    ),
 ]
-GOLDEN_IDS = ["UserMessage", "AssistantMessage", "ToolResultMessage", "MessageUpdate", "ToolEnd"]
+GOLDEN_IDS = [
+    "UserMessage",
+    "AssistantMessage",
+    "ToolResultMessage",
+    "MessageUpdate",
+    "ToolEnd",
+    "AgentEndSuspended",
+    "Approve",
+    "Deny",
+]
 
 
 @pytest.mark.parametrize(("value", "expected"), GOLDEN, ids=GOLDEN_IDS)
@@ -374,6 +488,13 @@ def test_unknown_message_role_is_rejected() -> None:
     """A message with role "system" raises DeserializationError."""
     with pytest.raises(DeserializationError, match=r"unknown message role 'system'"):
         from_dict({"role": "system", "content": [], "timestamp": TS}, al.Message)
+
+
+def test_unknown_decision_is_rejected() -> None:
+    """A decision tagged neither "approve" nor "deny" raises DeserializationError."""
+    with pytest.raises(DeserializationError) as read:
+        from_dict({"decision": "maybe", "tool_call_id": "c"}, al.Decision)
+    assert read.value.errors == ["unknown decision 'maybe'; expected one of 'approve', 'deny' @ $"]
 
 
 def test_unknown_event_type_is_rejected() -> None:

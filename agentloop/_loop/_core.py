@@ -896,6 +896,8 @@ class LoopCore:
                 yield from self._deny(state, found)
                 return None
             if found is not None:
+                approver = permissions.approver
+                asks = None if isinstance(approver, Deferred) else approver
                 yield ToolApprovalRequested(
                     loop_id=self.loop_id,
                     tool_call_id=call.id,
@@ -903,11 +905,11 @@ class LoopCore:
                     args=call.arguments,
                     reason=found.reason,
                     rule=None if found.rule is None else str(found.rule),
+                    deferred=asks is None,
                 )
-                approver = permissions.approver
                 answer: Approve | Deny | Deferred = DEFER
-                if approver is not None and not isinstance(approver, Deferred):
-                    answer = yield AskApprover(approver, found, permissions.approval_timeout)
+                if asks is not None:
+                    answer = yield AskApprover(asks, found, permissions.approval_timeout)
                     answer = answer_of(found, answer)
                 if answer is DEFER:
                     assert self.turn is not None
@@ -1121,6 +1123,10 @@ class LoopCore:
             if not state.appended and state.result is not None
         )
         waiting = tuple(turn.waiting)
+        # Steering taken during the turn cannot join the history before the pending
+        # calls' results: it waits with them, and joins after them on resume.
+        queued = tuple(self.pending)
+        self.pending.clear()
         self.suspended = Suspended(
             pending=waiting,
             results=held,
@@ -1130,6 +1136,7 @@ class LoopCore:
             tokens_used=self._tokens_used,
             cost=self.usage.cost + self._cost_carried,
             elapsed=self._now() - self._started_at,
+            queued=queued,
         )
         self.context.suspended = self.suspended
         names = ", ".join(f"{call.tool_name} ({call.tool_call_id})" for call in waiting)
@@ -1174,39 +1181,43 @@ class LoopCore:
                 state.result = ToolResult(message.content, child_loop_id=message.child_loop_id)
                 state.outcome = message.outcome
                 state.started = state.ended = True
+        self.pending[:0] = suspended.queued  # after this turn's results, as they would have
         waiting = {call.tool_call_id: call for call in suspended.pending}
-        runnable: list[tuple[CallState, ToolEntry, float | None]] = []
-        for state in turn.calls:
-            decision = decisions.get(state.call.id)
-            if decision is None:
-                continue
-            if isinstance(decision, Deny) and not decision.reason:
-                pending = waiting.get(state.call.id)
-                subject = None if pending is None else pending.subject
-                decision = Deny(decision.tool_call_id, not_approved(state.call.name, subject))
-            entry = self.registry.get(state.call.name)
-            if entry is None:
-                yield from self._start(state)
-                problem = ToolNotFound(state.call.name)
-                yield from self.call_ended(state, ToolResult.text(str(problem)), problem.outcome)
-                continue
-            if not (yield from self._decide(state, entry, decision, "decision")):
-                continue
-            admitted = yield from self._admit(state, entry)
-            if admitted is not None:
-                timeout = entry.timeout if entry.timeout is not None else self.config.tool_timeout
-                runnable.append((state, entry, timeout))
+        decided = [state for state in turn.calls if state.call.id in decisions]
         strategy = self.config.strategy
         if isinstance(strategy, Sequential):
-            units = [[item] for item in runnable]
+            units = [[state] for state in decided]
         elif isinstance(strategy, Batched):
-            units = [
-                runnable[i : i + strategy.size] for i in range(0, len(runnable), strategy.size)
-            ]
+            size = strategy.size
+            units = [decided[i : i + size] for i in range(0, len(decided), size)]
         else:
-            units = [runnable] if runnable else []
-        for unit in units:
-            yield RunCalls(tuple(unit))
+            units = [decided] if decided else []
+        tool_timeout = self.config.tool_timeout
+        for unit in units:  # as _run_unit: check the unit's calls in order, run them together
+            runnable: list[tuple[CallState, ToolEntry, float | None]] = []
+            for state in unit:
+                decision = decisions[state.call.id]
+                if isinstance(decision, Deny) and not decision.reason:
+                    pending = waiting.get(state.call.id)
+                    subject = None if pending is None else pending.subject
+                    decision = Deny(decision.tool_call_id, not_approved(state.call.name, subject))
+                entry = self.registry.get(state.call.name)
+                if entry is None:
+                    yield from self._start(state)
+                    problem = ToolNotFound(state.call.name)
+                    yield from self.call_ended(
+                        state, ToolResult.text(str(problem)), problem.outcome
+                    )
+                    continue
+                if not (yield from self._decide(state, entry, decision, "decision")):
+                    continue
+                admitted = yield from self._admit(state, entry)
+                if admitted is not None:
+                    timeout = entry.timeout if entry.timeout is not None else tool_timeout
+                    runnable.append((state, entry, timeout))
+            if runnable:
+                yield RunCalls(tuple(runnable))
+            yield from self._append_ready()
         for state in turn.calls:  # a call the decisions left out cannot stay unanswered
             if state.result is None:
                 yield from self._deny(state, "no decision was given for this call")

@@ -250,14 +250,30 @@ async def test_permissions_come_before_the_before_hook() -> None:
     assert (hooked, shell.ran) == (["c2"], ["ls"])
 
 
-async def test_an_approver_exception_leaves_the_run_as_itself() -> None:
-    """An approver that raises ends the run with its exception, like a hook."""
+async def test_an_approver_exception_denies_the_call_and_the_run_goes_on() -> None:
+    """An approver that raises refuses the call with a reason the model reads; the
+    other calls run and the run completes (issue 29: it never crashes the run)."""
 
     def approver(request: al.PermissionRequest) -> bool:
-        raise PermissionError("approval service down")
+        if request.arguments["command"] == "ls":
+            raise PermissionError("approval service down")
+        return True
 
-    with pytest.raises(PermissionError, match=r"^approval service down$"):
-        await run_shell(al.Permissions(ask=["bash"], approver=approver), "ls")
+    agent, shell, recorder = await run_shell(
+        al.Permissions(ask=["bash"], approver=approver), "ls", "pwd"
+    )
+    assert shell.ran == ["pwd"]
+    assert texts(agent.messages)[2:] == [
+        (
+            "result:error",
+            "c1=Permission denied: the approver failed: PermissionError: approval service down",
+        ),
+        ("result:ok", "c2=done"),
+        ("assistant:stop", "ok"),
+    ]
+    assert agent.messages[2].outcome is al.ToolOutcome.DENIED  # type: ignore[union-attr]
+    (end,) = recorder.of_type(al.AgentEnd)
+    assert end.stop_reason == al.AgentStop(al.StopKind.COMPLETED)
 
 
 async def test_an_approver_cannot_change_the_history() -> None:

@@ -301,12 +301,20 @@ class ToolExecutionStart(AgentEvent):
     args: dict[str, Any]
 
 
+def _subject(value: Any) -> tuple[str, str] | None:
+    if value is None:
+        return None
+    kind, text = value
+    return (kind, text)
+
+
 @attrs.frozen(kw_only=True)
 class ToolApprovalRequested(AgentEvent):
     """A tool call needs approval (a permission ``ask``): the approver is asked, or,
     with ``Permissions(approver=DEFER)`` (``deferred``), the call waits for a decision
     (an approver that answers ``DEFER`` is asked first: ``deferred`` is False).
-    ``reason`` says what asked, ``rule`` is the ``ask`` rule's text."""
+    ``reason`` says what asked, ``rule`` is the ``ask`` rule's text, ``subject``
+    what the call touches (``("command", "make test")``), if its tool says."""
 
     tool_call_id: str
     tool_name: str
@@ -314,6 +322,7 @@ class ToolApprovalRequested(AgentEvent):
     reason: str
     rule: str | None = None
     deferred: bool = False
+    subject: tuple[str, str] | None = attrs.field(default=None, converter=_subject)
 
 
 @attrs.frozen(kw_only=True)

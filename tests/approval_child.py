@@ -11,10 +11,11 @@ blocks until the parent kills it. ``resume`` loads the session, restores it,
 approves ``w1`` with edited arguments (text ``edited``), denies ``w2`` ("Not
 today") and lets the run go on; it prints ``done``. Kill points (``ready`` is
 printed, then the child blocks): ``tool`` (inside the approved write, after its
-effect), ``hook`` (in ``before_tool_execution`` of ``w1``: ``w1``'s decision is
-recorded, ``w2``'s is not). ``recover`` loads, recovers, prints the pending
-calls' ids, decides them (DECISIONS: ``approve`` or ``deny``, the same for all:
-``w2`` is denied "Not today" either way when ``deny``) and goes on.
+effect), ``hook`` (in the journal, once ``w1``'s decision is recorded and before
+``w2``'s is: the decisions are recorded first, in order, before any call runs).
+``recover`` loads, recovers, prints the pending calls' ids, decides them
+(DECISIONS: ``approve`` or ``deny``, the same for all: ``w2`` is denied "Not
+today" either way when ``deny``) and goes on.
 
 The conversation (Sequential): the model calls ``look`` (a), ``write`` (w1, asks),
 ``look`` (c), ``write`` (w2, asks), then answers "Done.". Every tool body appends
@@ -24,6 +25,7 @@ a line to WORKDIR/calls.log, so the test counts the runs.
 from __future__ import annotations
 
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -63,10 +65,19 @@ async def write(path: str, text: str) -> str:
     return f"wrote {text} to {path}"
 
 
-async def before_tool(name: str, call_id: str, args: Any) -> None:
-    if MODE == "resume" and ARG == "hook" and call_id == "w1":
-        say("ready")
-        await trio.sleep_forever()
+def journal_of(recorder: SessionRecorder) -> Any:
+    def journal(event: al.AgentEvent) -> None:
+        recorder.record(event)
+        if (
+            MODE == "resume"
+            and ARG == "hook"
+            and isinstance(event, al.ToolApprovalDecided)
+            and event.tool_call_id == "w1"
+        ):
+            say("ready")
+            threading.Event().wait()  # killed here
+
+    return journal
 
 
 def model() -> ScriptedProvider:
@@ -99,8 +110,7 @@ async def main() -> None:
             tools=[look, write],
             strategy=al.Sequential(),
             permissions=al.Permissions(ask=["write"], approver=al.DEFER),
-            before_tool_execution=before_tool,
-            journal=recorder.record,
+            journal=journal_of(recorder),
         )
         if MODE == "run":
             await agent.run("Write the notes.")

@@ -297,6 +297,7 @@ agent_events: dict[type[al.AgentEvent], SearchStrategy[Any]] = {
         reason=texts,
         rule=optional_texts,
         deferred=st.booleans(),
+        subject=st.none() | st.tuples(ids, texts),
     ),
     al.ToolApprovalDecided: st.builds(
         al.ToolApprovalDecided,

@@ -29,6 +29,9 @@ OUTSIDE_THE_TREE = {
     "agentloop.serialization._BadValue",
     # Control flow of the Temporal workflow (ends in continue-as-new).
     "agentloop.temporal._workflow._ContinueAsNew",
+    # Control flow of the Temporal workflow: a run cancelled while it awaits approval
+    # ends aborted once its calls are denied; caught in the workflow.
+    "agentloop.temporal._workflow._Abort",
 }
 
 PUBLIC_MODULES = (

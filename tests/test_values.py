@@ -45,6 +45,7 @@ EXPECTED_ALL = [
     "Content",
     "DEFER",
     "Decision",
+    "Deferred",
     "Deny",
     "EntryState",
     "EventReceiver",

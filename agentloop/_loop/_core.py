@@ -906,6 +906,7 @@ class LoopCore:
                     reason=found.reason,
                     rule=None if found.rule is None else str(found.rule),
                     deferred=asks is None,
+                    subject=found.subject,
                 )
                 answer: Approve | Deny | Deferred = DEFER
                 if asks is not None:
@@ -1183,34 +1184,39 @@ class LoopCore:
                 state.started = state.ended = True
         self.pending[:0] = suspended.queued  # after this turn's results, as they would have
         waiting = {call.tool_call_id: call for call in suspended.pending}
-        decided = [state for state in turn.calls if state.call.id in decisions]
+        # Every decision first, in the calls' order: each is on record (a journal) before
+        # any approved call runs, so a crash loses none. Then the approved calls run by
+        # the strategy, as _run_unit runs a reply's.
+        approved: list[tuple[CallState, ToolEntry]] = []
+        for state in turn.calls:
+            decision = decisions.get(state.call.id)
+            if decision is None:
+                continue
+            if isinstance(decision, Deny) and not decision.reason:
+                pending = waiting.get(state.call.id)
+                subject = None if pending is None else pending.subject
+                decision = Deny(decision.tool_call_id, not_approved(state.call.name, subject))
+            entry = self.registry.get(state.call.name)
+            if entry is None:
+                yield from self._start(state)
+                problem = ToolNotFound(state.call.name)
+                yield from self.call_ended(state, ToolResult.text(str(problem)), problem.outcome)
+                continue
+            if (yield from self._decide(state, entry, decision, "decision")):
+                approved.append((state, entry))
         strategy = self.config.strategy
         if isinstance(strategy, Sequential):
-            units = [[state] for state in decided]
+            units = [[item] for item in approved]
         elif isinstance(strategy, Batched):
             size = strategy.size
-            units = [decided[i : i + size] for i in range(0, len(decided), size)]
+            units = [approved[i : i + size] for i in range(0, len(approved), size)]
         else:
-            units = [decided] if decided else []
+            units = [approved] if approved else []
+        yield from self._append_ready()
         tool_timeout = self.config.tool_timeout
-        for unit in units:  # as _run_unit: check the unit's calls in order, run them together
+        for unit in units:
             runnable: list[tuple[CallState, ToolEntry, float | None]] = []
-            for state in unit:
-                decision = decisions[state.call.id]
-                if isinstance(decision, Deny) and not decision.reason:
-                    pending = waiting.get(state.call.id)
-                    subject = None if pending is None else pending.subject
-                    decision = Deny(decision.tool_call_id, not_approved(state.call.name, subject))
-                entry = self.registry.get(state.call.name)
-                if entry is None:
-                    yield from self._start(state)
-                    problem = ToolNotFound(state.call.name)
-                    yield from self.call_ended(
-                        state, ToolResult.text(str(problem)), problem.outcome
-                    )
-                    continue
-                if not (yield from self._decide(state, entry, decision, "decision")):
-                    continue
+            for state, entry in unit:
                 admitted = yield from self._admit(state, entry)
                 if admitted is not None:
                     timeout = entry.timeout if entry.timeout is not None else tool_timeout

@@ -194,7 +194,7 @@ class Session:
     ) -> ToolResultMessage:
         """Give ``entry`` its result (running it if it may), its intent and result journaled."""
         from .._loop import run_tool_call
-        from .._tool._registry import ToolRegistry, check_arguments
+        from .._tool import ToolRegistry, check_arguments
 
         journal = agent.config.journal
         call = entry.call
@@ -496,6 +496,7 @@ def _pending_of(asked: ev.ToolApprovalRequested) -> PendingCall:
         arguments=asked.args,
         reason=asked.reason,
         rule=asked.rule,
+        subject=asked.subject,
     )
 
 

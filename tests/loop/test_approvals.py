@@ -715,10 +715,10 @@ async def test_a_sub_agent_that_stops_for_approval_is_an_error_result() -> None:
             al.Sequential(),
             [
                 "Decided w1 approved {'path': 'a'} by decision",
+                "Decided w2 approved {'path': 'b'} by decision",
                 "Start w1 {'path': 'a'}",
                 "End w1 ok",
                 "result w1=write a",
-                "Decided w2 approved {'path': 'b'} by decision",
                 "Start w2 {'path': 'b'}",
                 "End w2 ok",
                 "result w2=write b",
@@ -728,8 +728,8 @@ async def test_a_sub_agent_that_stops_for_approval_is_an_error_result() -> None:
             al.Parallel(),
             [
                 "Decided w1 approved {'path': 'a'} by decision",
-                "Start w1 {'path': 'a'}",
                 "Decided w2 approved {'path': 'b'} by decision",
+                "Start w1 {'path': 'a'}",
                 "Start w2 {'path': 'b'}",
                 "End w2 ok",
                 "End w1 ok",
@@ -743,8 +743,9 @@ async def test_a_sub_agent_that_stops_for_approval_is_an_error_result() -> None:
 async def test_the_resumed_calls_run_by_the_strategy(
     strategy: al.ExecutionStrategy, expected: list[str], autojump_clock: Any
 ) -> None:
-    """Sequential: each approved call is checked, started and ended before the next;
-    Parallel: all are checked and started, then run together."""
+    """Every decision is sent (and journaled) first, in the calls' order; then
+    Sequential: each approved call is started and ended before the next;
+    Parallel: all are started, then run together."""
     ran: list[tuple[str, dict[str, Any]]] = []
     agent = make_agent(two_writes(), al.DEFER, ran, strategy=strategy, delays={"a": 2, "b": 1})
     await record(agent.prompt("go"))

@@ -364,6 +364,12 @@ class LoopCore:
         # The last request sent and its size as the model counted it (compaction's gauge).
         self.measured: tuple[MessageView, int] | None = None
 
+    @property
+    def started_at(self) -> float:
+        """When the run started, on the driver's clock (:meth:`start` sets it); for a run
+        resumed after awaiting approval, as if it had not stopped: the wait is left out."""
+        return self._started_at
+
     # ----------------------------------------------------------------- plumbing
 
     def _add(self, message: Message) -> None:

@@ -279,7 +279,9 @@ class TrioDriver:
                     return ()
                 schedule = core.config.schedule
                 if schedule is not None and schedule.run_timeout is not None:
-                    self._run_deadline = trio.current_time() + schedule.run_timeout
+                    # From when the run started: a run resumed after awaiting approval
+                    # has the time it ran before the stop counted, not the wait.
+                    self._run_deadline = core.started_at + schedule.run_timeout
                     self._deadline.deadline = self._run_deadline
                 with self.abort_scope, self._deadline:
                     await self.drive(core.turns())

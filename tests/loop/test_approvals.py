@@ -647,6 +647,30 @@ async def test_the_wait_does_not_count_against_max_duration(autojump_clock: Any)
     assert [call_id for call_id, _ in ran[2:]] == ["c2", "c4"]
 
 
+async def test_the_wait_does_not_count_against_the_run_timeout(autojump_clock: Any) -> None:
+    """Schedule.run_timeout counts the time the run ran, before the stop and after it,
+    not the hour it waited: the resumed run has 100 - 25 s left."""
+    ran: list[tuple[str, dict[str, Any]]] = []
+    turns = [
+        *three_calls()[:1],
+        reply(call("read", {"path": "d"}, id="c4")),
+        reply(call("read", {"path": "e"}, id="c5")),
+        reply("Never."),
+    ]
+    agent = make_agent(turns, al.DEFER, ran, schedule=al.Schedule(run_timeout=100))
+    for tool in agent.tools:
+        assert isinstance(tool, FileTool)
+        tool.seconds = 25
+    await record(agent.prompt("go"))
+    await trio.sleep(3600)
+    begun = trio.current_time()
+    resumed = await record(agent.resume([al.Approve("c2")]))
+    # c2 (25 s) and c4 (25 s) end; c5 is cancelled when 75 s have run since the resume.
+    assert trio.current_time() - begun == 75
+    assert trace(resumed.events)[-1] == "AgentEnd deadline Deadline reached (100s)"
+    assert [call_id for call_id, _ in ran[2:]] == ["c2", "c4", "c5"]
+
+
 async def test_max_turns_carries_across_the_stop() -> None:
     """The turn that stopped counted; the resumed run goes on counting."""
     ran: list[tuple[str, dict[str, Any]]] = []

@@ -20,6 +20,7 @@ ONCE = [
     "cli/test_cli_output.py",
     "cli/test_cli_sandbox.py",
     "cli/test_cli_settings.py",
+    "cli/test_cli_deferred.py",
 ]
 
 

@@ -421,6 +421,8 @@ class LoopCore:
             and (yield CallHook(before_loop, (self.context.view(),))) is False
         ):
             self.stop = AgentStop(StopKind.VETOED, "before_loop returned False")
+            if self._resume is not None:  # nothing was decided: the calls still wait
+                self.suspended = self._resume[0]
             yield from self._send_end()
             return False
         self._started_at = self._now()

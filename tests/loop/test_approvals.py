@@ -554,6 +554,28 @@ async def test_abort_during_the_resumed_turn_answers_every_call(autojump_clock: 
     assert_well_formed(agent.messages)
 
 
+async def test_a_vetoed_resume_leaves_the_calls_waiting() -> None:
+    """before_loop vetoes the resumed run: nothing is decided, its AgentEnd still says
+    where the run waits, and a later resume goes on."""
+    ran: list[tuple[str, dict[str, Any]]] = []
+    runs: list[int] = []
+
+    def before_loop(messages: Any) -> bool:
+        runs.append(len(runs))
+        return len(runs) != 2  # the first resume is vetoed
+
+    agent = make_agent(three_calls(), al.DEFER, ran, before_loop=before_loop)
+    await record(agent.prompt("go"))
+    vetoed = await record(agent.resume([al.Approve("c2")]))
+    (end,) = vetoed.of_type(al.AgentEnd)
+    assert end.stop_reason == al.AgentStop(al.StopKind.VETOED, "before_loop returned False")
+    assert end.suspended is agent.context.suspended
+    assert [call.tool_call_id for call in end.pending] == ["c2"]
+    await record(agent.resume([al.Approve("c2")]))
+    assert agent.pending == ()
+    assert sorted(call_id for call_id, _ in ran) == ["c1", "c2", "c3"]
+
+
 async def test_abort_before_the_stop_answers_the_deferred_call(autojump_clock: Any) -> None:
     """Aborted while c1 runs in the deferred turn: no stop for approval; c2 gets the
     abort's result, like any call that did not run."""

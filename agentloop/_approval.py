@@ -155,8 +155,9 @@ class Suspended:
         turn_index: The turn the calls belong to.
         turns_done, requests, tokens_used, cost: What the run's limits had
             counted; the run goes on counting from there.
-        elapsed: Seconds the run had run (``max_duration``); the wait is not
-            counted.
+        elapsed: Seconds the run had run (``max_duration``,
+            ``Schedule.run_timeout``); the wait is not counted.
+        turn_elapsed: Seconds that turn had run (``Schedule.turn_timeout``).
         queued: Steering messages the run took from its queue during that
             turn, not yet in the history: they join it after the turn's
             results, when the run goes on.
@@ -170,6 +171,7 @@ class Suspended:
     tokens_used: int = 0
     cost: float = 0.0
     elapsed: float = 0.0
+    turn_elapsed: float = 0.0
     queued: tuple[UserMessage, ...] = attrs.field(default=(), converter=_queued)
 
     @property

@@ -245,6 +245,7 @@ suspendeds = st.builds(
     tokens_used=counts,
     cost=finite_floats,
     elapsed=finite_floats,
+    turn_elapsed=finite_floats,
     queued=st.lists(user_messages(), max_size=2).map(tuple),
 )
 

@@ -348,6 +348,7 @@ GOLDEN: list[tuple[object, dict[str, Any]]] = [
                 "tokens_used": 30,
                 "cost": 0.5,
                 "elapsed": 1.25,
+                "turn_elapsed": 0.0,
                 "queued": [],
             },
         },

@@ -290,6 +290,7 @@ class LoopCore:
         "_resume",
         "_started_at",
         "_tokens_used",
+        "_turn_began",
         "_turn_index",
         "_turns_done",
         "_unannounced",
@@ -353,6 +354,7 @@ class LoopCore:
         self._owed: list[AgentEvent | _AfterHook] = []
         self._unannounced: list[UserMessage] = []
         self._turn_index = 0
+        self._turn_began = 0.0
         self._turns_done = 0
         self._tokens_used = 0
         self._started_at = 0.0
@@ -369,6 +371,13 @@ class LoopCore:
         """When the run started, on the driver's clock (:meth:`start` sets it); for a run
         resumed after awaiting approval, as if it had not stopped: the wait is left out."""
         return self._started_at
+
+    @property
+    def turn_began(self) -> float:
+        """When the current turn began, on the driver's clock (set before its
+        ``TurnStart``); for a turn resumed after awaiting approval, as if it had not
+        stopped."""
+        return self._turn_began
 
     # ----------------------------------------------------------------- plumbing
 
@@ -502,6 +511,7 @@ class LoopCore:
                 ):
                     self.stop = AgentStop(StopKind.VETOED, "before_turn returned False")
                     return
+                self._turn_began = self._now()
                 yield TurnStart(loop_id=self.loop_id, turn_index=self._turn_index)
                 turn = self.turn = _Turn(self._turn_index)
                 self._turn_index += 1
@@ -1145,6 +1155,7 @@ class LoopCore:
             tokens_used=self._tokens_used,
             cost=self.usage.cost + self._cost_carried,
             elapsed=self._now() - self._started_at,
+            turn_elapsed=self._now() - self._turn_began,
             queued=queued,
         )
         self.context.suspended = self.suspended
@@ -1174,6 +1185,7 @@ class LoopCore:
         self.context.suspended = None
         turn = self.turn = _Turn(suspended.turn_index)
         turn.assistant = assistant
+        self._turn_began = self._now() - suspended.turn_elapsed
         yield TurnStart(loop_id=self.loop_id, turn_index=turn.index)
         held = {message.tool_call_id: message for message in suspended.results}
         turn.calls = [CallState(call) for call in assistant.tool_calls]

@@ -361,7 +361,7 @@ class TrioDriver:
         the run's again."""
         if type(event) is TurnStart:
             assert self._turn_timeout is not None
-            turn = trio.current_time() + self._turn_timeout
+            turn = self.core.turn_began + self._turn_timeout
             self._deadline.deadline = min(self._run_deadline, turn)
         elif type(event) is TurnEnd:
             self._deadline.deadline = self._run_deadline

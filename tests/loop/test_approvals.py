@@ -693,6 +693,31 @@ async def test_the_wait_does_not_count_against_the_run_timeout(autojump_clock: A
     assert [call_id for call_id, _ in ran[2:]] == ["c2", "c4", "c5"]
 
 
+async def test_the_wait_does_not_count_against_the_turn_timeout(autojump_clock: Any) -> None:
+    """Schedule.turn_timeout: the deferred turn ran 25 s before the stop; resumed after
+    an hour, it has 40 - 25 s left, so c2 (25 s) is cancelled at the turn's deadline."""
+    ran: list[tuple[str, dict[str, Any]]] = []
+    agent = make_agent(three_calls(), al.DEFER, ran, schedule=al.Schedule(turn_timeout=40))
+    for tool in agent.tools:
+        assert isinstance(tool, FileTool)
+        tool.seconds = 25
+    stopped = await record(agent.prompt("go"))
+    (end,) = stopped.of_type(al.AgentEnd)
+    assert end.suspended is not None
+    assert end.suspended.turn_elapsed == 25
+    await trio.sleep(3600)
+    begun = trio.current_time()
+    resumed = await record(agent.resume([al.Approve("c2")]))
+    assert trio.current_time() - begun == 15
+    assert trace(resumed.events)[-1] == "AgentEnd deadline Turn deadline reached (40s)"
+    results = [m for m in agent.messages if isinstance(m, al.ToolResultMessage)]
+    assert [(m.tool_call_id, m.outcome) for m in results] == [
+        ("c1", al.ToolOutcome.OK),
+        ("c2", al.ToolOutcome.CANCELLED),
+        ("c3", al.ToolOutcome.OK),
+    ]
+
+
 async def test_max_turns_carries_across_the_stop() -> None:
     """The turn that stopped counted; the resumed run goes on counting."""
     ran: list[tuple[str, dict[str, Any]]] = []

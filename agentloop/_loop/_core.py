@@ -951,31 +951,25 @@ class LoopCore:
         Edited arguments replace the call's (the history keeps the model's) and
         are checked against the tool's schema like any call's.
         """
-        call = state.call
+        call = decided = state.call
+        reason: str | None = None
         if isinstance(decision, Deny):
             reason = decision.reason or f"calling {call.name} was not approved"
-            yield ToolApprovalDecided(
-                loop_id=self.loop_id,
-                tool_call_id=call.id,
-                tool_name=call.name,
-                approved=False,
-                arguments=call.arguments,
-                reason=reason,
-                by=by,
-            )
-            yield from self._deny(state, reason)
-            return False
-        if decision.arguments is not None:
+        elif decision.arguments is not None:
             call = state.call = attrs.evolve(call, arguments=copy_arguments(decision.arguments))
         yield ToolApprovalDecided(
             loop_id=self.loop_id,
             tool_call_id=call.id,
             tool_name=call.name,
-            approved=True,
+            approved=reason is None,
             arguments=call.arguments,
+            reason=reason,
             by=by,
         )
-        if decision.arguments is not None:
+        if reason is not None:
+            yield from self._deny(state, reason)
+            return False
+        if call is not decided:  # edited: checked like any call's arguments
             problem = check_arguments(call, entry.validator, cut_off=False)
             if problem is not None:
                 yield from self._start(state)

@@ -168,6 +168,7 @@ class Session:
                                 args=call.arguments,
                                 reason=pending.reason,
                                 rule=pending.rule,
+                                subject=pending.subject,
                             )
                         )
                     continue

@@ -1,0 +1,206 @@
+"""``agentloop acp`` driven by the official ACP client (npm ``@agentclientprotocol/sdk``).
+
+The real ``python -m agentloop acp`` process, the model scripted (``--model
+scripted:FILE``); every message the agent sends is checked against the official
+JSON schema (``acp_tools.check_transcript``).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from acp_tools import pid_alive, run_client, updates
+
+PERMISSION_OPTIONS = [
+    {"optionId": "allow_once", "name": "Allow", "kind": "allow_once"},
+    {
+        "optionId": "allow_always",
+        "name": "Always allow bash 'echo hi' in this session",
+        "kind": "allow_always",
+    },
+    {"optionId": "reject_once", "name": "Reject", "kind": "reject_once"},
+]
+
+BASH_TURNS = [
+    {
+        "thinking": "hmm",
+        "text": "Hello",
+        "calls": [{"name": "bash", "args": {"command": "echo hi"}, "id": "c1"}],
+    },
+    {"text": "done"},
+]
+
+
+def _work(tmp_path: Path) -> Path:
+    work = tmp_path / "work"
+    work.mkdir()
+    return work
+
+
+def _bash_call(status: str = "pending") -> dict[str, Any]:
+    return {
+        "sessionUpdate": "tool_call",
+        "toolCallId": "c1",
+        "title": "bash: echo hi",
+        "kind": "execute",
+        "status": status,
+        "locations": [],
+        "rawInput": {"command": "echo hi"},
+    }
+
+
+def _text(kind: str, text: str) -> dict[str, Any]:
+    return {"sessionUpdate": kind, "content": {"type": "text", "text": text}}
+
+
+def _result(text: str) -> list[dict[str, Any]]:
+    return [{"type": "content", "content": {"type": "text", "text": text}}]
+
+
+def test_initialize_says_what_the_agent_does(tmp_path: Path) -> None:
+    """The capabilities are the ones handled: load, text and embedded context, stdio+http MCP."""
+    events, _ = run_client(tmp_path, _work(tmp_path), [], [])
+    (init,) = [e["response"] for e in events if e["event"] == "initialized"]
+    assert init["protocolVersion"] == 1
+    assert init["agentCapabilities"] == {
+        "loadSession": True,
+        "promptCapabilities": {"image": False, "audio": False, "embeddedContext": True},
+        "mcpCapabilities": {"http": True, "sse": False},
+    }
+    assert init["agentInfo"]["name"] == "agentloop"
+
+
+def test_a_granted_call_runs_and_its_updates_stream(tmp_path: Path) -> None:
+    """Thought, text, the call, the permission request, its run, the answer, end_turn."""
+    events, _ = run_client(
+        tmp_path,
+        _work(tmp_path),
+        BASH_TURNS,
+        [{"op": "new"}, {"op": "prompt", "text": "go"}],
+        permissions=["allow_once"],
+    )
+    (session,) = [e["response"] for e in events if e["event"] == "session"]
+    (asked,) = [e["request"] for e in events if e["event"] == "permission"]
+    assert asked == {
+        "sessionId": session["sessionId"],
+        "toolCall": {
+            "toolCallId": "c1",
+            "title": "bash: echo hi",
+            "kind": "execute",
+            "status": "pending",
+            "rawInput": {"command": "echo hi"},
+        },
+        "options": PERMISSION_OPTIONS,
+    }
+    assert updates(events) == [
+        _text("agent_thought_chunk", "hmm"),
+        _text("agent_message_chunk", "Hello"),
+        _bash_call(),
+        {"sessionUpdate": "tool_call_update", "toolCallId": "c1", "status": "in_progress"},
+        {"sessionUpdate": "tool_call_update", "toolCallId": "c1", "content": _result("hi\n")},
+        {
+            "sessionUpdate": "tool_call_update",
+            "toolCallId": "c1",
+            "status": "completed",
+            "content": _result("Exit code: 0\nhi\n"),
+        },
+        _text("agent_message_chunk", "done"),
+    ]
+    assert [e["response"] for e in events if e["event"] == "stop"] == [{"stopReason": "end_turn"}]
+    assert events[-1] == {"event": "exit", "code": 0}
+
+
+def test_a_rejected_call_does_not_run(tmp_path: Path) -> None:
+    """reject_once: the call fails with the denial, nothing runs, the model goes on."""
+    work = _work(tmp_path)
+    turns = [
+        {"calls": [{"name": "bash", "args": {"command": "touch made"}, "id": "c1"}]},
+        {"text": "ok"},
+    ]
+    events, _ = run_client(
+        tmp_path,
+        work,
+        turns,
+        [{"op": "new"}, {"op": "prompt", "text": "go"}],
+        permissions=["reject_once"],
+    )
+    assert [u for u in updates(events) if u["sessionUpdate"] == "tool_call_update"] == [
+        {
+            "sessionUpdate": "tool_call_update",
+            "toolCallId": "c1",
+            "status": "failed",
+            "content": _result("Permission denied: the user refused"),
+        }
+    ]
+    assert not (work / "made").exists()
+    assert [e["response"] for e in events if e["event"] == "stop"] == [{"stopReason": "end_turn"}]
+
+
+def test_allow_always_is_remembered_for_the_session(tmp_path: Path) -> None:
+    """After allow_always, the same command runs again without a question."""
+    turns = [
+        {"calls": [{"name": "bash", "args": {"command": "echo hi"}, "id": "c1"}]},
+        {"calls": [{"name": "bash", "args": {"command": "echo hi"}, "id": "c2"}]},
+        {"calls": [{"name": "bash", "args": {"command": "echo other"}, "id": "c3"}]},
+        {"text": "ok"},
+    ]
+    events, _ = run_client(
+        tmp_path,
+        _work(tmp_path),
+        turns,
+        [{"op": "new"}, {"op": "prompt", "text": "go"}],
+        permissions=["allow_always", "reject_once"],
+    )
+    asked = [e["request"]["toolCall"]["toolCallId"] for e in events if e["event"] == "permission"]
+    assert asked == ["c1", "c3"]
+    ends = [
+        (u["toolCallId"], u["status"])
+        for u in updates(events)
+        if u["sessionUpdate"] == "tool_call_update" and u.get("status") in ("completed", "failed")
+    ]
+    assert ends == [("c1", "completed"), ("c2", "completed"), ("c3", "failed")]
+
+
+def test_malformed_input_unknown_methods_and_sessions_are_errors(tmp_path: Path) -> None:
+    """-32700 for bad JSON, -32601 for an unknown method, -32002 for an unknown
+    session; the server goes on and answers the next prompt."""
+    steps = [
+        {"op": "new"},
+        {"op": "raw", "line": "{not json"},
+        {"op": "raw", "line": '{"jsonrpc":"2.0","id":"x1","method":"no/such"}'},
+        {"op": "prompt", "text": "go", "sessionId": "nope"},
+        {"op": "prompt", "text": "go"},
+    ]
+    events, messages = run_client(tmp_path, _work(tmp_path), [{"text": "fine"}], steps)
+    errors = [m for m in messages if "error" in m]
+    assert errors[0] == {
+        "jsonrpc": "2.0",
+        "id": None,
+        "error": {
+            "code": -32700,
+            "message": "Parse error: Expecting property name enclosed in double quotes: "
+            "line 1 column 2 (char 1)",
+        },
+    }
+    assert errors[1] == {
+        "jsonrpc": "2.0",
+        "id": "x1",
+        "error": {"code": -32601, "message": "Method not found: no/such"},
+    }
+    assert errors[2]["error"] == {
+        "code": -32002,
+        "message": "Resource not found: no session 'nope'",
+    }
+    assert [e for e in events if e["event"] == "error"] == [
+        {
+            "event": "error",
+            "op": "prompt",
+            "code": -32002,
+            "message": "Resource not found: no session 'nope'",
+        }
+    ]
+    assert [e["response"] for e in events if e["event"] == "stop"] == [{"stopReason": "end_turn"}]
+    assert not pid_alive(events[0]["pid"])
+    assert json.dumps(events[-1]) == '{"event": "exit", "code": 0}'

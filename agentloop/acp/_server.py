@@ -83,6 +83,8 @@ class AcpSession:
     stack: contextlib.AsyncExitStack
     approver: Callable[[PermissionRequest], Any]
     state: dict[str, Any] = attrs.field(factory=dict)
+    #: The old and new text of files the calls changed, by call id (see ``Diffing``).
+    diffs: dict[str, dict[str, Any]] = attrs.field(factory=dict)
     agent: Agent | None = None
     allowed: set[tuple[str, str | None]] = attrs.field(factory=set)
     running: bool = False
@@ -493,7 +495,7 @@ class _Server:
                         "sessionUpdate": "tool_call_update",
                         "toolCallId": call_id,
                         "status": "failed" if failed else "completed",
-                        "content": tool_content(result),
+                        "content": tool_content(result, session.diffs.pop(call_id, None)),
                     },
                 )
             case _:

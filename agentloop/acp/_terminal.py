@@ -38,6 +38,8 @@ from .._instructions import project_instructions
 from .._loop import ExecutionLimits
 from .._tool import AgentTool
 from ..session import new_session_path
+from ..tools import Workspace
+from ._diff import Diffing
 from ._server import AcpMode, AcpSession
 
 __all__ = ["MODES", "TerminalSetup", "main"]
@@ -79,6 +81,19 @@ class TerminalSetup:
     def _options(self, session: AcpSession, settings: Settings) -> Options:
         base = attrs.evolve(self.options, directory=session.cwd)
         return apply_settings(attrs.evolve(base, sandbox_flag=_FLAGS[session.mode]), settings)
+
+    def _builtin(self, session: AcpSession, options: Options) -> list[AgentTool]:
+        """The built-in tools, sandboxed as ``options`` say; file edits keep their diffs."""
+        tools, note = builtin_tools(session.cwd, options.sandbox)
+        if note is not None:
+            self.screen.line(note)
+        workspace = Workspace(session.cwd)
+        return [
+            Diffing(tool, workspace, session.diffs)
+            if tool.name in ("edit_file", "write_file")
+            else tool
+            for tool in tools
+        ]
 
     async def new_session(self, session: AcpSession) -> Agent:
         """Set up the agent of a new session in ``session.cwd`` (see the module docstring).
@@ -124,9 +139,7 @@ class TerminalSetup:
             extra += await mcp_tools(
                 {"mcpServers": servers}, session.stack, screen, roots=[session.cwd]
             )
-        tools, note = builtin_tools(session.cwd, options.sandbox)
-        if note is not None:
-            screen.line(note)
+        tools = self._builtin(session, options)
         log = SessionLog(screen, directory=session.cwd, model=choice.label)
         log.path = new_session_path().parent / f"{session.session_id}.jsonl"
         session.stack.callback(log.close)
@@ -148,9 +161,7 @@ class TerminalSetup:
     async def set_mode(self, session: AcpSession, agent: Agent) -> None:
         """Apply the session's mode: the sandbox of ``bash``, and whether it asks."""
         options = self._options(session, session.state["settings"])
-        tools, note = builtin_tools(session.cwd, options.sandbox)
-        if note is not None:
-            self.screen.line(note)
+        tools = self._builtin(session, options)
         agent.tools = [*tools, *session.state["extra"]]
         agent.config = attrs.evolve(
             agent.config,

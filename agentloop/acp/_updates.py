@@ -94,20 +94,11 @@ def tool_call_start(root: Path, call_id: str, name: str, args: dict[str, Any]) -
     }
 
 
-def tool_content(result: ToolResult) -> list[dict[str, Any]]:
-    """A result's blocks as ACP tool call content (a diff when the result carries one)."""
+def tool_content(result: ToolResult, diff: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+    """A result's blocks as ACP tool call content, after the file's ``diff`` if given."""
     content: list[dict[str, Any]] = []
-    details = result.details
-    if isinstance(details, dict) and isinstance(details.get("acp_diff"), dict):
-        diff = details["acp_diff"]
-        content.append(
-            {
-                "type": "diff",
-                "path": diff["path"],
-                "oldText": diff["oldText"],
-                "newText": diff["newText"],
-            }
-        )
+    if diff is not None:
+        content.append({"type": "diff", **diff})
     for block in result.content:
         if isinstance(block, TextContent):
             content.append({"type": "content", "content": {"type": "text", "text": block.text}})

@@ -7,6 +7,7 @@
 // capabilities (clientCapabilities), permissions (the option ids to answer, in
 // order), buffers ({absolute path: text}: the editor's unsaved files),
 // steps: [{op: "new"} | {op: "prompt", text, cancelOn?: "in_progress"} |
+//         (vanishOn: the client exits there, leaving the agent running)
 //         {op: "load", sessionId} | {op: "setMode", modeId} | {op: "raw", line} |
 //         {op: "exit"}]}
 // It prints one JSON line per thing seen: {event: "pid"|"initialized"|"session"|
@@ -160,11 +161,16 @@ try {
           });
           say({ event: "mode", response });
         } else if (step.op === "prompt") {
-          if (step.cancelOn) {
+          if (step.cancelOn || step.vanishOn) {
             onUpdate = (params) => {
               const update = params.update;
-              if (update.sessionUpdate === "tool_call_update" && update.status === step.cancelOn) {
+              const status = step.cancelOn ?? step.vanishOn;
+              if (update.sessionUpdate === "tool_call_update" && update.status === status) {
                 onUpdate = () => {};
+                if (step.vanishOn) {
+                  say({ event: "vanishing" });
+                  process.exit(0); // the client is gone: the agent's stdin ends
+                }
                 ctx.notify(acp.methods.agent.session.cancel, { sessionId });
               }
             };

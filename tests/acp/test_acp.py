@@ -8,6 +8,8 @@ JSON schema (``acp_tools.check_transcript``).
 from __future__ import annotations
 
 import json
+import os
+import select
 from pathlib import Path
 from typing import Any
 
@@ -204,3 +206,145 @@ def test_malformed_input_unknown_methods_and_sessions_are_errors(tmp_path: Path)
     assert [e["response"] for e in events if e["event"] == "stop"] == [{"stopReason": "end_turn"}]
     assert not pid_alive(events[0]["pid"])
     assert json.dumps(events[-1]) == '{"event": "exit", "code": 0}'
+
+
+def test_a_file_edit_arrives_as_a_diff(tmp_path: Path) -> None:
+    """edit_file's update carries the file's old and new text, and its location."""
+    work = _work(tmp_path)
+    (work / "notes.txt").write_text("one\ntwo\n")
+    turns = [
+        {
+            "calls": [
+                {
+                    "name": "edit_file",
+                    "args": {"path": "notes.txt", "old_text": "two", "new_text": "three"},
+                    "id": "e1",
+                }
+            ]
+        },
+        {"text": "edited"},
+    ]
+    events, _ = run_client(
+        tmp_path,
+        work,
+        turns,
+        [{"op": "new"}, {"op": "prompt", "text": "go"}],
+        permissions=["allow_once"],
+    )
+    (call,) = [u for u in updates(events) if u["sessionUpdate"] == "tool_call"]
+    assert call["kind"] == "edit"
+    assert call["locations"] == [{"path": str(work / "notes.txt")}]
+    (end,) = [u for u in updates(events) if u.get("status") == "completed"]
+    assert end["content"][0] == {
+        "type": "diff",
+        "path": str(work / "notes.txt"),
+        "oldText": "one\ntwo\n",
+        "newText": "one\nthree\n",
+    }
+    assert (work / "notes.txt").read_text() == "one\nthree\n"
+
+
+def _wait_gone(pid: int, timeout: float = 15) -> bool:
+    """Wait (without sleeping) until the process ``pid`` has ended; whether it did."""
+    try:
+        fd = os.pidfd_open(pid)
+    except ProcessLookupError:
+        return True
+    try:
+        readable, _, _ = select.select([fd], [], [], timeout)
+    finally:
+        os.close(fd)
+    return bool(readable) or not pid_alive(pid)
+
+
+SLEEPER = "sleep 60 & echo $! > sleeper.pid; wait"
+
+
+def test_cancel_during_a_tool_stops_it_and_answers_cancelled(tmp_path: Path) -> None:
+    """session/cancel while bash sleeps: the command is killed, the call gets its one
+    (failed) result, and the prompt answers ``cancelled``."""
+    work = _work(tmp_path)
+    turns = [{"calls": [{"name": "bash", "args": {"command": SLEEPER}, "id": "s1"}]}, {"text": "x"}]
+    events, _ = run_client(
+        tmp_path,
+        work,
+        turns,
+        [{"op": "new"}, {"op": "prompt", "text": "go", "cancelOn": "in_progress"}],
+        permissions=["allow_once"],
+    )
+    assert [e["response"] for e in events if e["event"] == "stop"] == [{"stopReason": "cancelled"}]
+    ends = [u for u in updates(events) if u.get("status") in ("completed", "failed")]
+    assert [(u["toolCallId"], u["status"]) for u in ends] == [("s1", "failed")]
+    sleeper = int((work / "sleeper.pid").read_text())
+    assert _wait_gone(sleeper)
+    assert not pid_alive(events[0]["pid"])
+
+
+def test_a_vanishing_client_ends_the_run_and_leaves_no_process(tmp_path: Path) -> None:
+    """The client exits mid-tool: the agent's input ends, the run and its command are
+    stopped, and the agent process exits."""
+    work = _work(tmp_path)
+    turns = [{"calls": [{"name": "bash", "args": {"command": SLEEPER}, "id": "s1"}]}, {"text": "x"}]
+    events, _ = run_client(
+        tmp_path,
+        work,
+        turns,
+        [{"op": "new"}, {"op": "prompt", "text": "go", "vanishOn": "in_progress"}],
+        permissions=["allow_once"],
+    )
+    assert events[-1] == {"event": "vanishing"}
+    assert _wait_gone(events[0]["pid"])
+    assert _wait_gone(int((work / "sleeper.pid").read_text()))
+
+
+def test_load_replays_a_saved_session_and_goes_on(tmp_path: Path) -> None:
+    """session/load of a session saved by an earlier process: its history comes back as
+    updates, and the next prompt continues it."""
+    work, home = _work(tmp_path), tmp_path / "home"
+    first, _ = run_client(
+        tmp_path,
+        work,
+        BASH_TURNS,
+        [{"op": "new"}, {"op": "prompt", "text": "go"}],
+        permissions=["allow_once"],
+        home=home,
+    )
+    (session,) = [e["response"]["sessionId"] for e in first if e["event"] == "session"]
+    assert (home / "sessions" / f"{session}.jsonl").is_file()
+    second, _ = run_client(
+        tmp_path,
+        work,
+        [{"text": "again"}],
+        [{"op": "load", "sessionId": session}, {"op": "prompt", "text": "more"}],
+        home=home,
+    )
+    assert updates(second) == [
+        _text("user_message_chunk", "go"),
+        _text("agent_thought_chunk", "hmm"),
+        _text("agent_message_chunk", "Hello"),
+        _bash_call(),
+        {
+            "sessionUpdate": "tool_call_update",
+            "toolCallId": "c1",
+            "status": "completed",
+            "content": _result("Exit code: 0\nhi\n"),
+        },
+        _text("agent_message_chunk", "done"),
+        _text("agent_message_chunk", "again"),
+    ]
+    (loaded,) = [e["response"] for e in second if e["event"] == "loaded"]
+    assert loaded["modes"]["currentModeId"] == "ask"
+
+
+def test_load_of_an_unknown_session_is_an_error(tmp_path: Path) -> None:
+    """-32002, and the server goes on."""
+    events, _ = run_client(
+        tmp_path,
+        _work(tmp_path),
+        [{"text": "hi"}],
+        [{"op": "load", "sessionId": "nope"}, {"op": "new"}, {"op": "prompt", "text": "x"}],
+    )
+    (error,) = [e for e in events if e["event"] == "error"]
+    assert error["code"] == -32002
+    assert error["message"].startswith("Resource not found: ")
+    assert [e["response"] for e in events if e["event"] == "stop"] == [{"stopReason": "end_turn"}]

@@ -8,6 +8,7 @@ file does not hold the file twice). Everything else is the wrapped tool's.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import trio
@@ -42,6 +43,15 @@ class Diffing:
     def __getattr__(self, name: str) -> Any:
         return getattr(self._tool, name)
 
+    async def _read(self, path: trio.Path) -> str | None:
+        files = self._workspace.files
+        if files is None:
+            return await _text(path)
+        try:
+            return await files.read_text(Path(path))  # the editor's buffer
+        except ToolError:
+            return None  # a new file
+
     async def execute(self, params: dict[str, Any], ctx: ToolContext) -> ToolResult:
         """Run the wrapped tool; on success, keep the file's old and new text."""
         path = params.get("path")
@@ -49,10 +59,10 @@ class Diffing:
             target = trio.Path(self._workspace.resolve(path)) if isinstance(path, str) else None
         except ToolError:
             target = None  # the tool says why
-        before = None if target is None else await _text(target)
+        before = None if target is None else await self._read(target)
         result: ToolResult = await self._tool.execute(params, ctx)
         if target is not None:
-            after = await _text(target)
+            after = await self._read(target)
             if after is not None:
                 self._diffs[ctx.tool_call_id] = {
                     "path": str(target),

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -82,6 +82,8 @@ class AcpSession:
     client_capabilities: dict[str, Any]
     stack: contextlib.AsyncExitStack
     approver: Callable[[PermissionRequest], Any]
+    #: Send a request to the client and wait for its result (raises ``RpcError``).
+    request: Callable[[str, Any], Awaitable[Any]]
     state: dict[str, Any] = attrs.field(factory=dict)
     #: The old and new text of files the calls changed, by call id (see ``Diffing``).
     diffs: dict[str, dict[str, Any]] = attrs.field(factory=dict)
@@ -286,6 +288,7 @@ class _Server:
             client_capabilities=self.client_capabilities,
             stack=contextlib.AsyncExitStack(),
             approver=lambda request: self._approve(session, request),
+            request=self.conn.request,
         )
         try:
             await self.nursery.start(self._live, session)

@@ -38,7 +38,8 @@ from .._instructions import project_instructions
 from .._loop import ExecutionLimits
 from .._tool import AgentTool
 from ..session import new_session_path
-from ..tools import Workspace
+from ..tools import BashTool, Workspace
+from ._client_io import ClientFiles, ClientTerminal
 from ._diff import Diffing
 from ._server import AcpMode, AcpSession
 
@@ -87,9 +88,22 @@ class TerminalSetup:
         tools, note = builtin_tools(session.cwd, options.sandbox)
         if note is not None:
             self.screen.line(note)
-        workspace = Workspace(session.cwd)
+        offered = session.client_capabilities
+        fs = offered.get("fs")
+        fs = fs if isinstance(fs, dict) else {}
+        if fs.get("readTextFile") and fs.get("writeTextFile"):
+            files = ClientFiles(session.request, session.session_id)
+            for tool in tools:  # they share one workspace
+                if isinstance(getattr(tool, "workspace", None), Workspace):
+                    tool.workspace.files = files  # type: ignore[attr-defined]
+        if offered.get("terminal") is True:
+            runner = ClientTerminal(session.request, session.session_id)
+            tools = [  # the client's terminal: its sandbox is the client's business
+                BashTool(tool.workspace, runner=runner) if isinstance(tool, BashTool) else tool
+                for tool in tools
+            ]
         return [
-            Diffing(tool, workspace, session.diffs)
+            Diffing(tool, tool.workspace, session.diffs)  # type: ignore[attr-defined]
             if tool.name in ("edit_file", "write_file")
             else tool
             for tool in tools

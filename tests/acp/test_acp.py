@@ -348,3 +348,118 @@ def test_load_of_an_unknown_session_is_an_error(tmp_path: Path) -> None:
     assert error["code"] == -32002
     assert error["message"].startswith("Resource not found: ")
     assert [e["response"] for e in events if e["event"] == "stop"] == [{"stopReason": "end_turn"}]
+
+
+FS = {"fs": {"readTextFile": True, "writeTextFile": True}}
+
+
+def test_file_tools_go_through_the_clients_buffers(tmp_path: Path) -> None:
+    """With fs offered, read_file sees the editor's unsaved text and edit_file writes
+    through the editor (the disk is untouched), its diff from the buffer's text."""
+    work = _work(tmp_path)
+    path = str(work / "a.txt")
+    (work / "a.txt").write_text("on disk\n")
+    turns = [
+        {"calls": [{"name": "read_file", "args": {"path": "a.txt"}, "id": "r1"}]},
+        {
+            "calls": [
+                {
+                    "name": "edit_file",
+                    "args": {"path": "a.txt", "old_text": "unsaved", "new_text": "edited"},
+                    "id": "e1",
+                }
+            ]
+        },
+        {"text": "ok"},
+    ]
+    events, _ = run_client(
+        tmp_path,
+        work,
+        turns,
+        [{"op": "new"}, {"op": "prompt", "text": "go"}],
+        permissions=["allow_once"],
+        capabilities=FS,
+        buffers={path: "unsaved text\n"},
+    )
+    io = [e for e in events if e["event"] in ("fs_read", "fs_write")]
+    assert io == [
+        {"event": "fs_read", "path": path},  # read_file
+        {"event": "fs_read", "path": path},  # the diff's old text
+        {"event": "fs_read", "path": path},  # edit_file
+        {"event": "fs_write", "path": path, "content": "edited text\n"},
+        {"event": "fs_read", "path": path},  # the diff's new text
+    ]
+    ends = [u for u in updates(events) if u.get("status") == "completed"]
+    assert ends[0]["content"] == _result("[a.txt: 1 line]\n     1\tunsaved text")
+    assert ends[1]["content"][0] == {
+        "type": "diff",
+        "path": path,
+        "oldText": "unsaved text\n",
+        "newText": "edited text\n",
+    }
+    assert (work / "a.txt").read_text() == "on disk\n"
+
+
+def test_a_path_outside_the_root_is_refused_before_the_client_is_asked(tmp_path: Path) -> None:
+    """Confinement holds with the client's fs: nothing outside the root is requested."""
+    work = _work(tmp_path)
+    turns = [
+        {"calls": [{"name": "read_file", "args": {"path": "/etc/passwd"}, "id": "r1"}]},
+        {"text": "ok"},
+    ]
+    events, _ = run_client(
+        tmp_path,
+        work,
+        turns,
+        [{"op": "new"}, {"op": "prompt", "text": "go"}],
+        capabilities=FS,
+    )
+    assert [e for e in events if e["event"] == "fs_read"] == []
+    (end,) = [u for u in updates(events) if u.get("status") == "failed"]
+    assert "/etc/passwd" in end["content"][0]["content"]["text"]
+
+
+def test_bash_runs_in_the_clients_terminal(tmp_path: Path) -> None:
+    """With terminal offered, the command runs in a client terminal, released after."""
+    turns = [
+        {"calls": [{"name": "bash", "args": {"command": "echo hi"}, "id": "c1"}]},
+        {"text": "x"},
+    ]
+    events, _ = run_client(
+        tmp_path,
+        _work(tmp_path),
+        turns,
+        [{"op": "new"}, {"op": "prompt", "text": "go"}],
+        permissions=["allow_once"],
+        capabilities={"terminal": True},
+    )
+    ops = [(e["op"], e.get("command"), e.get("args")) for e in events if e["event"] == "terminal"]
+    assert ops == [
+        ("create", "bash", ["-c", "echo hi"]),
+        ("pid", None, None),
+        ("release", None, None),
+    ]
+    (end,) = [u for u in updates(events) if u.get("status") == "completed"]
+    assert end["content"] == _result("Exit code: 0\nhi\n")
+
+
+def test_cancel_kills_the_clients_terminal(tmp_path: Path) -> None:
+    """session/cancel during a command in the client's terminal: terminal/kill, then
+    release; the prompt answers cancelled; the command's process is gone."""
+    turns = [
+        {"calls": [{"name": "bash", "args": {"command": "sleep 60"}, "id": "c1"}]},
+        {"text": "x"},
+    ]
+    events, _ = run_client(
+        tmp_path,
+        _work(tmp_path),
+        turns,
+        [{"op": "new"}, {"op": "prompt", "text": "go", "cancelOn": "in_progress"}],
+        permissions=["allow_once"],
+        capabilities={"terminal": True},
+    )
+    ops = [e["op"] for e in events if e["event"] == "terminal"]
+    assert ops == ["create", "pid", "kill", "release"]
+    (pid,) = [e["pid"] for e in events if e["event"] == "terminal" and e["op"] == "pid"]
+    assert _wait_gone(pid)
+    assert [e["response"] for e in events if e["event"] == "stop"] == [{"stopReason": "cancelled"}]

@@ -44,6 +44,7 @@ import trio.testing
 import agentloop
 import agentloop.mcp
 import agentloop.openapi
+import agentloop.acp
 import agentloop.otel
 import agentloop.providers
 import agentloop.serialization
@@ -67,6 +68,7 @@ API_MODULES = [
     agentloop.session,
     agentloop.temporal,
     agentloop.otel,
+    agentloop.acp,
 ]
 
 FENCE = re.compile(r"^(?P<indent> *)```(?P<info>[^`]*)$")

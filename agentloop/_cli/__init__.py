@@ -76,7 +76,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """
     args = list(sys.argv[1:] if argv is None else argv)
     if args[:1] == ["acp"]:  # the agent for editors, over ACP on stdin/stdout
-        from ..acp._terminal import main as acp_main
+        from ._acp import main as acp_main
 
         return acp_main(args[1:])
     options = parse_args(args)

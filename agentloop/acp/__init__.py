@@ -11,6 +11,9 @@ client and check every message against the official JSON schema.
 from __future__ import annotations
 
 from .._util import claim_public_home as _claim_public_home
+from ._client_io import ClientFiles as ClientFiles
+from ._client_io import ClientTerminal as ClientTerminal
+from ._diff import Diffing as Diffing
 from ._rpc import RpcError as RpcError
 from ._server import PROTOCOL_VERSION as PROTOCOL_VERSION
 from ._server import AcpAgentSetup as AcpAgentSetup
@@ -23,6 +26,9 @@ __all__ = [
     "AcpAgentSetup",
     "AcpMode",
     "AcpSession",
+    "ClientFiles",
+    "ClientTerminal",
+    "Diffing",
     "RpcError",
     "serve_acp",
 ]

@@ -23,8 +23,7 @@ import trio
 from .. import __version__
 from .. import _events as ev
 from .._agent import Agent
-from .._tool import PermissionRequest
-from .._tool._permissions import Answer
+from .._tool import Answer, PermissionRequest
 from .._types import (
     AssistantMessage,
     StopReason,

@@ -463,3 +463,33 @@ def test_cancel_kills_the_clients_terminal(tmp_path: Path) -> None:
     (pid,) = [e["pid"] for e in events if e["event"] == "terminal" and e["op"] == "pid"]
     assert _wait_gone(pid)
     assert [e["response"] for e in events if e["event"] == "stop"] == [{"stopReason": "cancelled"}]
+
+
+def test_set_mode_auto_runs_sandboxed_commands_unasked(tmp_path: Path) -> None:
+    """session/new offers the three modes, ask first; after session/set_mode "auto" a
+    command runs in the sandbox without a question (where this machine enforces one,
+    else it still asks: the mode never runs an unsandboxed command unasked)."""
+    from agentloop.tools import BashTool
+
+    work = _work(tmp_path)
+    turns = [
+        {"calls": [{"name": "bash", "args": {"command": "touch made"}, "id": "c1"}]},
+        {"text": "ok"},
+    ]
+    sandboxed = BashTool(work, sandbox=True).sandboxed
+    events, _ = run_client(
+        tmp_path,
+        work,
+        turns,
+        [{"op": "new"}, {"op": "setMode", "modeId": "auto"}, {"op": "prompt", "text": "go"}],
+        permissions=[] if sandboxed else ["allow_once"],
+    )
+    (session,) = [e["response"] for e in events if e["event"] == "session"]
+    modes = session["modes"]
+    assert modes["currentModeId"] == "ask"
+    assert [mode["id"] for mode in modes["availableModes"]] == ["ask", "sandboxed", "auto"]
+    assert [e["event"] for e in events if e["event"] in ("mode", "permission")] == (
+        ["mode"] if sandboxed else ["mode", "permission"]
+    )
+    assert (work / "made").exists()
+    assert [e["response"] for e in events if e["event"] == "stop"] == [{"stopReason": "end_turn"}]

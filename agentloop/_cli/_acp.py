@@ -19,12 +19,18 @@ import attrs
 import trio
 
 from .._agent import Agent
-from .._cli._args import Options, apply_settings, parse_args
-from .._cli._models import ModelError, choose_model
-from .._cli._render import Screen, make_console
-from .._cli._sessions import SessionLog
-from .._cli._settings import Settings, SettingsError
-from .._cli._setup import (
+from .._instructions import project_instructions
+from .._loop import ExecutionLimits
+from .._tool import AgentTool
+from ..acp import AcpMode, AcpSession, ClientFiles, ClientTerminal, Diffing
+from ..session import new_session_path
+from ..tools import BashTool, Workspace
+from ._args import Options, apply_settings, parse_args
+from ._models import ModelError, choose_model
+from ._render import Screen, make_console
+from ._sessions import SessionLog
+from ._settings import Settings, SettingsError
+from ._setup import (
     SetupError,
     builtin_tools,
     instructions_note,
@@ -33,15 +39,7 @@ from .._cli._setup import (
     openapi_tools,
     system_prompt,
 )
-from .._cli._trust import settle_settings
-from .._instructions import project_instructions
-from .._loop import ExecutionLimits
-from .._tool import AgentTool
-from ..session import new_session_path
-from ..tools import BashTool, Workspace
-from ._client_io import ClientFiles, ClientTerminal
-from ._diff import Diffing
-from ._server import AcpMode, AcpSession
+from ._trust import settle_settings
 
 __all__ = ["MODES", "TerminalSetup", "main"]
 
@@ -223,7 +221,7 @@ def _streams() -> tuple[trio.lowlevel.FdStream, trio.lowlevel.FdStream]:
 
 
 async def _serve(setup: TerminalSetup) -> None:
-    from ._server import serve_acp
+    from ..acp import serve_acp
 
     receive, send = _streams()
     async with receive, send:

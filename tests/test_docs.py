@@ -42,9 +42,9 @@ import trio
 import trio.testing
 
 import agentloop
+import agentloop.acp
 import agentloop.mcp
 import agentloop.openapi
-import agentloop.acp
 import agentloop.otel
 import agentloop.providers
 import agentloop.serialization

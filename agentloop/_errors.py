@@ -34,6 +34,7 @@ class AgentloopError(Exception):
         ├── OpenApiError              an OpenAPI document cannot be used (also a ValueError)
         ├── DeserializationError      JSON is not the value asked for (also a ValueError)
         ├── SessionLockedError        a session is open in another process (agentloop.session)
+        ├── RpcError                  a JSON-RPC error answer (agentloop.acp)
         └── TrioRequiredError         awaited outside trio (also a RuntimeError)
 
     Wrong arguments to a constructor or function (a negative timeout, a tool

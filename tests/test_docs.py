@@ -42,6 +42,7 @@ import trio
 import trio.testing
 
 import agentloop
+import agentloop.acp
 import agentloop.mcp
 import agentloop.openapi
 import agentloop.otel
@@ -67,6 +68,7 @@ API_MODULES = [
     agentloop.session,
     agentloop.temporal,
     agentloop.otel,
+    agentloop.acp,
 ]
 
 FENCE = re.compile(r"^(?P<indent> *)```(?P<info>[^`]*)$")

@@ -45,6 +45,7 @@ PUBLIC_MODULES = (
     "agentloop.temporal",
     "agentloop.testing",
     "agentloop.otel",
+    "agentloop.acp",
 )
 
 

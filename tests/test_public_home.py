@@ -23,6 +23,7 @@ PUBLIC = (
     "agentloop.temporal",
     "agentloop.testing",
     "agentloop.otel",
+    "agentloop.acp",
 )
 
 

@@ -74,7 +74,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     run stopped at a limit; 4: the run stopped, calls await approval
     (``--defer-approvals``); 130: stopped with Ctrl-C.
     """
-    options = parse_args(argv)
+    args = list(sys.argv[1:] if argv is None else argv)
+    if args[:1] == ["acp"]:  # the agent for editors, over ACP on stdin/stdout
+        from ._acp import main as acp_main
+
+        return acp_main(args[1:])
+    options = parse_args(args)
     try:
         options = apply_settings(options, settle_settings(options, os.environ))
     except SettingsError as error:

@@ -54,6 +54,7 @@ from ._schedule import use_scheduler as use_scheduler
 if TYPE_CHECKING:
     from ._function import FunctionTool as FunctionTool
     from ._function import tool as tool
+    from ._permissions import Answer as Answer
     from ._permissions import Approver as Approver
     from ._permissions import PermissionRequest as PermissionRequest
     from ._permissions import PermissionRule as PermissionRule
@@ -70,6 +71,7 @@ if TYPE_CHECKING:
 _LAZY = {
     "FunctionTool": "_function",
     "tool": "_function",
+    "Answer": "_permissions",
     "Approver": "_permissions",
     "PermissionRequest": "_permissions",
     "PermissionRule": "_permissions",
@@ -87,6 +89,7 @@ _LAZY = {
 __all__ = [
     "NO_CLAIM",
     "AgentTool",
+    "Answer",
     "Approver",
     "Batched",
     "Checker",

@@ -4,6 +4,8 @@ the prun tools, and sub-agents."""
 from .._util import claim_public_home
 from ._bash import DEFAULT_DENY as DEFAULT_DENY
 from ._bash import BashTool as BashTool
+from ._bash import CommandRun as CommandRun
+from ._bash import CommandRunner as CommandRunner
 from ._defaults import default_tools as default_tools
 from ._edit import EditFileTool as EditFileTool
 from ._environ import DEFAULT_ENV_DENY as DEFAULT_ENV_DENY
@@ -21,6 +23,7 @@ from ._sandbox import sandbox_status as sandbox_status
 from ._search import SearchTool as SearchTool
 from ._sub_agent import SubAgentTool as SubAgentTool
 from ._workspace import SKIP_DIRS as SKIP_DIRS
+from ._workspace import FileAccess as FileAccess
 from ._workspace import Workspace as Workspace
 
 __all__ = [
@@ -29,6 +32,8 @@ __all__ = [
     "DEFAULT_PROTECT",
     "SKIP_DIRS",
     "BashTool",
+    "CommandRun",
+    "CommandRunner",
     "EditFileTool",
     "ListFilesTool",
     "PrunTool",
@@ -37,6 +42,7 @@ __all__ = [
     "SandboxStatus",
     "SearchTool",
     "SubAgentTool",
+    "FileAccess",
     "Workspace",
     "WriteFileTool",
     "atomic_write",

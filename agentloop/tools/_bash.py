@@ -49,7 +49,7 @@ import re
 import signal
 import subprocess
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Protocol
 
 import attrs
 import trio
@@ -69,7 +69,45 @@ from ._environ import DEFAULT_ENV_DENY, filter_environment
 from ._sandbox import Sandbox, SandboxStatus, as_sandbox, failure_message, warn_unavailable
 from ._workspace import Workspace, as_workspace
 
-__all__ = ["DEFAULT_DENY", "DEFAULT_ENV_DENY", "BashTool"]
+__all__ = ["DEFAULT_DENY", "DEFAULT_ENV_DENY", "BashTool", "CommandRun", "CommandRunner"]
+
+
+@attrs.frozen(kw_only=True)
+class CommandRun:
+    """How a command run by a :class:`CommandRunner` ended.
+
+    Attributes:
+        output: Its output (stdout and stderr together), possibly cut.
+        exit_code: Its exit status; None when a signal ended it.
+        signal: The signal's name (``"SIGKILL"``) when one ended it.
+        truncated: Output was left out.
+        timed_out: It ran past the timeout and was killed.
+    """
+
+    output: str
+    exit_code: int | None = None
+    signal: str | None = None
+    truncated: bool = False
+    timed_out: bool = False
+
+
+class CommandRunner(Protocol):
+    """Runs ``bash``'s commands somewhere else: in an editor's terminal, say.
+
+    Given to :class:`BashTool` (``runner=``), it runs each command instead of a
+    local process; the tool's deny patterns still apply, its sandbox does not.
+    """
+
+    async def run(self, command: str, *, cwd: str, timeout: float, max_output: int) -> CommandRun:  # noqa: ASYNC109 - the limit the command is killed at
+        """Run ``command`` (a shell command line) in ``cwd``; how it ended.
+
+        On cancellation, the command is killed before this returns.
+
+        Raises:
+            ToolError: it could not be run.
+        """
+        ...
+
 
 #: Commands refused before they run: what each is, and its regular expression,
 #: searched in the command text. A seatbelt against accidents, not a sandbox.
@@ -195,6 +233,7 @@ class BashTool:
     grace: float = attrs.field(default=2.0, kw_only=True, validator=_non_negative)
     exclusive: bool = attrs.field(default=True, kw_only=True)
     sandbox: Sandbox | None = attrs.field(default=None, kw_only=True, converter=as_sandbox)
+    runner: CommandRunner | None = attrs.field(default=None, kw_only=True)
     _sandbox_status: SandboxStatus | None = attrs.field(init=False, repr=False)
     _launcher: tuple[str, ...] | None = attrs.field(init=False, repr=False)
     _deny_patterns: tuple[tuple[str, re.Pattern[str]], ...] = attrs.field(init=False, repr=False)
@@ -269,11 +308,36 @@ class BashTool:
         """None: the tool enforces its own timeout (``command_timeout``), not the loop."""
         return None
 
+    async def _run_elsewhere(
+        self,
+        runner: CommandRunner,
+        command: str,
+        timeout: float,  # noqa: ASYNC109 - the limit the command is killed at
+    ) -> ToolResult:
+        """Run ``command`` with ``runner`` (see :class:`CommandRunner`)."""
+        run = await runner.run(
+            command, cwd=str(self.workspace.root), timeout=timeout, max_output=self.max_output
+        )
+        if run.timed_out:
+            note = f"Command timed out after {format_duration(timeout)}"
+            raise ToolError(f"{note}\n{run.output}" if run.output else note)
+        if run.exit_code is not None:
+            code = run.exit_code
+            status = _exit_text(code)
+        else:
+            number = getattr(signal, run.signal or "", None)
+            code = -int(number) if number is not None else -1
+            status = f"{code} (killed by {run.signal})"
+        return ToolResult.text(
+            f"Exit code: {status}\n{run.output}",
+            details={"exit_code": code, "truncated": run.truncated},
+        )
+
     @property
     def sandboxed(self) -> bool:
         """True when commands run confined: a sandbox was asked for and this system
         enforces it. :class:`~agentloop.Permissions` reads it (``sandboxed=``)."""
-        return self._launcher is not None
+        return self._launcher is not None and self.runner is None
 
     @property
     def sandbox_status(self) -> SandboxStatus | None:
@@ -300,6 +364,8 @@ class BashTool:
         for description, pattern in self._deny_patterns:
             if pattern.search(command):
                 raise ToolError(f"Command blocked by safety policy: {description}.")
+        if self.runner is not None:
+            return await self._run_elsewhere(self.runner, command, timeout)
         try:
             process = await start(
                 [*(self._launcher or ()), self.shell, "-c", command],

@@ -402,12 +402,17 @@ class EditFileTool(PathTool):
         path, shown = await resolve(self.workspace, raw)
         # Read, edit and write under the file's lock: a parallel edit of the same file
         # waits, and then edits what this one wrote instead of overwriting it.
+        files = self.workspace.files
         async with path_lock(path):
-            outcome = await trio.to_thread.run_sync(self._edit, path, shown, edits)
-            try:
-                await atomic_write(path, outcome.data)
-            except OSError as error:
-                raise os_error("write", shown, error) from None
+            if files is not None:  # an editor's buffers
+                outcome = self._edit_text(await files.read_text(path), shown, edits)
+                await files.write_text(path, outcome.data.decode("utf-8", "surrogateescape"))
+            else:
+                outcome = await trio.to_thread.run_sync(self._edit, path, shown, edits)
+                try:
+                    await atomic_write(path, outcome.data)
+                except OSError as error:
+                    raise os_error("write", shown, error) from None
         total = sum(outcome.counts)
         replaced = f"replaced {plural(total, 'occurrence')}"
         if listed:
@@ -440,7 +445,10 @@ class EditFileTool(PathTool):
                 "edit_file changes text files only"
             )
         # surrogateescape: bytes that are not UTF-8 survive the round trip unchanged.
-        text = data.decode("utf-8", errors="surrogateescape")
+        return self._edit_text(data.decode("utf-8", errors="surrogateescape"), shown, edits)
+
+    def _edit_text(self, text: str, shown: str, edits: list[_Edit]) -> _Outcome:
+        """Edit and encode the file's ``text``."""
         bom = text.startswith("\ufeff")
         text, counts, start, stop = apply_edits(text.removeprefix("\ufeff"), edits, shown)
         try:

@@ -289,6 +289,12 @@ class ReadFileTool(PathTool):
         offset = int_param(params, "offset", 1)
         limit = int_param(params, "limit", self.default_limit)
         path, shown = await resolve(self.workspace, raw)
+        files = self.workspace.files
+        if files is not None:  # an editor's buffers
+            text = await files.read_text(path)
+            if len(text) > self.max_bytes:
+                raise self._too_large(shown, len(text))
+            return self._page(text, shown, offset, limit)
         return await trio.to_thread.run_sync(self._read, path, shown, offset, limit)
 
     def _read(self, path: Path, shown: str, offset: int, limit: int) -> ToolResult:
@@ -445,12 +451,17 @@ class WriteFileTool(PathTool):
         path, shown = await resolve(self.workspace, raw)
         if raw.endswith(("/", os.sep)):
             raise ToolError(f"{raw} ends with '/', so it names a directory; give a file path")
+        files = self.workspace.files
         async with path_lock(path):  # never interleaved with another change of this file
-            created = await trio.to_thread.run_sync(self._prepare, path, shown)
-            try:
-                await atomic_write(path, data)
-            except OSError as error:
-                raise os_error("write", shown, error) from None
+            if files is not None:  # an editor's buffers
+                created = not await trio.Path(path).exists()
+                await files.write_text(path, content)
+            else:
+                created = await trio.to_thread.run_sync(self._prepare, path, shown)
+                try:
+                    await atomic_write(path, data)
+                except OSError as error:
+                    raise os_error("write", shown, error) from None
         state = "new file" if created else "replaced"
         return ToolResult.text(
             f"Wrote {plural(len(data), 'byte')} to {shown} ({state})",

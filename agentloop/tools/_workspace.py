@@ -33,7 +33,7 @@ import stat
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Protocol
 
 import trio
 from trio.lowlevel import RunVar
@@ -42,6 +42,7 @@ from .._tool import NO_CLAIM, Claim, ToolError
 
 __all__ = [
     "SKIP_DIRS",
+    "FileAccess",
     "PathTool",
     "Workspace",
     "as_workspace",
@@ -69,6 +70,31 @@ SKIP_DIRS = frozenset(
 )
 
 
+class FileAccess(Protocol):
+    """Another way to the files' text: an editor's, say (its unsaved buffers).
+
+    Given to :class:`Workspace` (``files=``), it serves ``read_file``,
+    ``write_file`` and ``edit_file`` instead of the disk; the paths it gets are
+    absolute and already confined to the workspace's root.
+    """
+
+    async def read_text(self, path: Path) -> str:
+        """The text of ``path``.
+
+        Raises:
+            ToolError: it cannot be read (the message says why, for the model).
+        """
+        ...
+
+    async def write_text(self, path: Path, text: str) -> None:
+        """Replace (or create) ``path`` with ``text``.
+
+        Raises:
+            ToolError: it cannot be written.
+        """
+        ...
+
+
 class Workspace:
     """The root directory tools work in; resolves and confines paths.
 
@@ -78,14 +104,23 @@ class Workspace:
     True
     """
 
-    __slots__ = ("_device", "root", "strict")
+    __slots__ = ("_device", "files", "root", "strict")
 
-    def __init__(self, root: str | os.PathLike[str] = ".", *, strict: bool = False) -> None:
+    def __init__(
+        self,
+        root: str | os.PathLike[str] = ".",
+        *,
+        strict: bool = False,
+        files: FileAccess | None = None,
+    ) -> None:
         path = Path(root).expanduser().resolve()
         if not path.is_dir():
             raise ValueError(f"the tools' root must be a directory: {str(path)!r}")
         self.root = path
         self.strict = strict
+        #: Where ``read_file``, ``write_file`` and ``edit_file`` read and write text
+        #: files (an editor's buffers: see :class:`FileAccess`); None: the disk.
+        self.files = files
         self._device = os.stat(path).st_dev
 
     def __repr__(self) -> str:

@@ -74,6 +74,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     run stopped at a limit; 4: the run stopped, calls await approval
     (``--defer-approvals``); 130: stopped with Ctrl-C.
     """
+    arguments = sys.argv[1:] if argv is None else list(argv)
+    if arguments[:1] == ["mcp-serve"]:
+        from ._mcp_serve import mcp_serve_main
+
+        return mcp_serve_main(arguments[1:])
     options = parse_args(argv)
     try:
         options = apply_settings(options, settle_settings(options, os.environ))

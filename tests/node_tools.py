@@ -26,6 +26,7 @@ PACKAGES = {
     "node": "22.23.3",
     "@modelcontextprotocol/conformance": "0.1.16",
     "@modelcontextprotocol/server-everything": "2026.8.31",
+    "@modelcontextprotocol/inspector": "2.12.0",
 }
 
 #: In every skip reason, so conftest.py can tell "missing" from other skips.

@@ -197,3 +197,60 @@ async def test_server_options_name_the_server_and_the_tool() -> None:
     assert info.server_info.name == "helper"
     assert [(t.name, t.description) for t in listed.tools] == [("ask_helper", "Ask it.")]
     assert text_of(result) == "Hi."
+
+
+async def test_a_cancelled_call_aborts_its_run_softly(tmp_path: Any) -> None:
+    """The client cancels: the run is aborted, the bash call gets its result, and the
+    conversation goes on with the next call (which waits for the abort to end)."""
+    from mcp_fixtures import kill_quietly, wait_for_file, wait_until_dead
+
+    pid_file = tmp_path / "sleep.pid"
+    command = f"sleep 300 & echo $! > {pid_file}; wait"
+    factory = Factory(
+        [reply("Waiting.", call("bash", {"command": command})), reply("Back.")],
+        tools=[BashTool(workspace=tmp_path)],
+    )
+    progress: list[str | None] = []
+
+    async def on_progress(value: float, total: float | None, message: str | None) -> None:
+        progress.append(message)
+
+    with trio.fail_after(BOUND):
+        async with trio.open_nursery() as nursery:
+            url = await serving(nursery, factory)
+            async with Client(url) as client:
+                async with trio.open_nursery() as calls:
+
+                    async def run() -> None:
+                        await client.call_tool(
+                            "run_agent", {"prompt": "wait"}, progress_callback=on_progress
+                        )
+
+                    calls.start_soon(run)
+                    text = await wait_for_file(pid_file, BOUND)
+                    assert text is not None
+                    calls.cancel_scope.cancel()
+                first = progress[0]
+                assert first is not None
+                again = await client.call_tool(
+                    "run_agent",
+                    {"prompt": "and?", "conversation_id": first.partition(": ")[2]},
+                )
+            nursery.cancel_scope.cancel()
+    try:
+        assert await wait_until_dead(int(text), BOUND)
+    finally:
+        kill_quietly(int(text))
+    assert text_of(again) == "Back."
+    (agent,) = factory.agents
+    kinds = [
+        (type(m).__name__, m.outcome.value if isinstance(m, al.ToolResultMessage) else None)
+        for m in agent.messages
+    ]
+    assert kinds == [
+        ("UserMessage", None),
+        ("AssistantMessage", None),
+        ("ToolResultMessage", "cancelled"),
+        ("UserMessage", None),
+        ("AssistantMessage", None),
+    ]

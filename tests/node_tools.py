@@ -27,6 +27,7 @@ PACKAGES = {
     "@modelcontextprotocol/conformance": "0.1.16",
     "@modelcontextprotocol/server-everything": "2026.8.31",
     "@agentclientprotocol/sdk": "2.4.0",
+    "@modelcontextprotocol/inspector": "2.12.0",
 }
 
 #: In every skip reason, so conftest.py can tell "missing" from other skips.

@@ -79,6 +79,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from ._acp import main as acp_main
 
         return acp_main(args[1:])
+    if args[:1] == ["mcp-serve"]:  # the agent for other agents, as an MCP server
+        from ._mcp_serve import mcp_serve_main
+
+        return mcp_serve_main(args[1:])
     options = parse_args(args)
     try:
         options = apply_settings(options, settle_settings(options, os.environ))

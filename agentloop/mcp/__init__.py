@@ -70,6 +70,8 @@ if TYPE_CHECKING:
     from ._resource_values import McpResource as McpResource
     from ._resource_values import McpResourceContents as McpResourceContents
     from ._resource_values import McpResourceTemplate as McpResourceTemplate
+    from ._serve import ServeOptions as ServeOptions
+    from ._serve_io import serve_agent as serve_agent
 
 __all__ = [
     "Elicitation",
@@ -95,6 +97,7 @@ __all__ = [
     "ModelPreferences",
     "OAuth",
     "SamplingRequest",
+    "ServeOptions",
     "SseServer",
     "StdioServer",
     "authorize_in_browser",
@@ -102,6 +105,7 @@ __all__ = [
     "load_mcp_config",
     "open_mcp",
     "open_mcp_servers",
+    "serve_agent",
 ]
 
 
@@ -120,6 +124,8 @@ _LAZY = (
     "OAuth",
     "authorize_in_browser",
     "default_token_store",
+    "ServeOptions",
+    "serve_agent",
 )
 
 
@@ -136,6 +142,10 @@ def __getattr__(name: str) -> Any:
         from . import _resource_values
 
         value = getattr(_resource_values, name)
+    elif name == "ServeOptions":
+        from ._serve import ServeOptions as value
+    elif name == "serve_agent":
+        from ._serve_io import serve_agent as value
     elif name in ("OAuth", "authorize_in_browser", "default_token_store"):
         from . import _oauth
 

@@ -493,3 +493,46 @@ def test_set_mode_auto_runs_sandboxed_commands_unasked(tmp_path: Path) -> None:
     )
     assert (work / "made").exists()
     assert [e["response"] for e in events if e["event"] == "stop"] == [{"stopReason": "end_turn"}]
+
+
+def test_the_clients_mcp_servers_serve_the_session_and_stop_with_it(tmp_path: Path) -> None:
+    """session/new with a stdio MCP server: its tools are the session's (named
+    ``<server>__<tool>``), and the server process ends when the client goes."""
+    import sys
+
+    work = _work(tmp_path)
+    pidfile = tmp_path / "server.pid"
+    server = {
+        "name": "t",
+        "command": sys.executable,
+        "args": [
+            str(Path(__file__).resolve().parent.parent / "mcp_servers.py"),
+            "stdio",
+            "--pidfile",
+            str(pidfile),
+        ],
+        "env": [],
+    }
+    turns = [
+        {"calls": [{"name": "t__echo", "args": {"text": "from mcp"}, "id": "m1"}]},
+        {"text": "ok"},
+    ]
+    events, _ = run_client(
+        tmp_path,
+        work,
+        turns,
+        [{"op": "new", "mcpServers": [server]}, {"op": "prompt", "text": "go"}],
+        permissions=["allow_once", "allow_once"],
+    )
+    ended = [u for u in updates(events) if u.get("status") in ("completed", "failed")]
+    assert ended == [
+        {
+            "sessionUpdate": "tool_call_update",
+            "toolCallId": "m1",
+            "status": "completed",
+            "content": _result("from mcp"),
+        }
+    ]
+    assert [e["response"] for e in events if e["event"] == "stop"] == [{"stopReason": "end_turn"}]
+    assert events[-1] == {"event": "exit", "code": 0}
+    assert not pid_alive(int(pidfile.read_text()))

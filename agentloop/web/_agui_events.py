@@ -130,6 +130,14 @@ class AguiTranslator:
                             "role": "tool",
                         }
                     )
+            case ev.ToolExecutionUpdate(tool_call_id=call_id, partial_result=partial):
+                out.append(
+                    {
+                        "type": "CUSTOM",
+                        "name": "agentloop.tool_update",
+                        "value": {"toolCallId": call_id, "text": partial.text_content},
+                    }
+                )
             case ev.ProgressMessage(tool_call_id=call_id, text=text):
                 out.append(
                     {

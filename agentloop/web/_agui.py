@@ -343,6 +343,7 @@ async def serve_agui(
     config = Config()
     config.bind = [f"[{host}]:{port}" if ":" in host else f"{host}:{port}"]
     config.accesslog = None
+    config.errorlog = logger  # Hypercorn's messages go to logging, not to stderr
     config.graceful_timeout = 1.0
     async with trio.open_nursery() as nursery:
         binds: list[str] = await nursery.start(_hypercorn, serve, app, config)
@@ -385,11 +386,12 @@ class _Stream:
                 self.gone = True
 
 
+#: One encoder for every event (``json.dumps`` with options makes one per call).
+_to_json = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+
+
 def _encode(events: list[dict[str, Any]]) -> bytes:
-    return b"".join(
-        b"data: " + json.dumps(event, ensure_ascii=False).encode("utf-8") + b"\n\n"
-        for event in events
-    )
+    return "".join([f"data: {_to_json(event)}\n\n" for event in events]).encode("utf-8")
 
 
 async def _pump(

@@ -92,7 +92,9 @@ async def endpoint(url: str, run: int, *, parse: bool = False) -> tuple[float, l
                 headers_done = True
             *events, buffer = buffer.split(b"\n\n")
             if parse:
-                received.extend(json.loads(event[6:]) for event in events if event.startswith(b"data: "))
+                received.extend(
+                    json.loads(event[6:]) for event in events if event.startswith(b"data: ")
+                )
             else:
                 received.extend(event for event in events if event.startswith(b"data: "))
     return time.perf_counter() - start, received
@@ -104,7 +106,8 @@ async def main(args: argparse.Namespace) -> None:
         url = await nursery.start(serve_agui, lambda: make_agent(words, turns))
         _, received = await endpoint(url, 0, parse=True)
         kinds = [event["type"] for event in received]
-        assert kinds[0] == "RUN_STARTED" and kinds[-1] == "RUN_FINISHED", kinds[-3:]
+        assert kinds[0] == "RUN_STARTED", kinds[:3]
+        assert kinds[-1] == "RUN_FINISHED", kinds[-3:]
         contents = kinds.count("TEXT_MESSAGE_CONTENT")
         assert contents == words * turns + 1, contents
         _, count = await in_process(words, turns)

@@ -251,7 +251,7 @@ class AguiApp:
             await done.wait()
         nursery.cancel_scope.cancel()
 
-    def _offer_tools(self, thread: _Thread, declared: list[dict[str, Any]]) -> None:
+    def _offer_tools(self, thread: _Thread, declared: list[Any]) -> None:
         own = {tool.name for tool in thread.tools}
         frontend = [
             _FrontendTool(
@@ -505,9 +505,7 @@ def _content_text(content: Any) -> str:
     if isinstance(content, str):
         return content
     if isinstance(content, list):
-        return "".join(
-            str(part.get("text", "")) for part in content if isinstance(part, dict)
-        )
+        return "".join(str(part.get("text", "")) for part in content if isinstance(part, dict))
     return json.dumps(content)
 
 

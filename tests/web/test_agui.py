@@ -20,8 +20,8 @@ import trio
 from ag_ui.core import Event
 
 import agentloop as al
-from agentloop.tools import BashTool
 from agentloop.providers import ScriptedProvider, call, reply
+from agentloop.tools import BashTool
 from agentloop.web import serve_agui
 from agentloop.web._agui import APPROVAL_SCHEMA
 
@@ -172,7 +172,9 @@ async def test_a_frontend_tool_ends_the_run_and_its_result_comes_in_the_next_req
             {"stopReason": "awaiting_approval", "message": "Awaiting approval: confirm (f1)"},
         ),
     ]
-    finished = [line["event"] for line in lines if line.get("event", {}).get("type") == "RUN_FINISHED"]
+    finished = [
+        line["event"] for line in lines if line.get("event", {}).get("type") == "RUN_FINISHED"
+    ]
     assert finished[0]["outcome"] == {"type": "success", "pendingToolCallIds": ["f1"]}
     # The resumed run ends turn 0 (the frontend call's result: no event) and goes on.
     assert seen(lines, 1) == [
@@ -282,9 +284,12 @@ async def test_a_client_that_goes_away_aborts_its_run(
         [reply(call("bash", {"command": "echo $$; exec sleep 60"}, id="b1")), reply("Never.")]
     )
     agents: list[al.Agent] = []
+    ended = trio.Event()
 
     def factory() -> al.Agent:
-        agents.append(al.Agent(model, tools=[BashTool(tmp_path)]))
+        agents.append(
+            al.Agent(model, tools=[BashTool(tmp_path)], after_loop=lambda *_: ended.set())
+        )
         return agents[-1]
 
     # A long grace: the run must end by the abort, not by being cancelled after it.
@@ -296,8 +301,7 @@ async def test_a_client_that_goes_away_aborts_its_run(
     pid = int(update["value"]["text"].strip())
     (agent,) = agents
     with trio.fail_after(10):
-        while agent.is_running:
-            await trio.sleep(0.01)
+        await ended.wait()
     assert not pid_alive(pid)
     result = agent.messages[-1]
     assert isinstance(result, al.ToolResultMessage)

@@ -47,6 +47,7 @@ import trio
 
 from .. import _events as ev
 from .._agent import Agent
+from .._errors import AgentloopError
 from .._approval import DEFER, Decision, Deferred, PendingCall
 from .._tool import AgentTool, ToolContext
 from .._tool._permissions import PermissionRequest, Permissions
@@ -82,8 +83,8 @@ Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
 Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
 
 
-class _BadInput(Exception):
-    pass
+class _BadInput(AgentloopError):
+    """The request is no RunAgentInput this app can run (answered with 400 or RUN_ERROR)."""
 
 
 @attrs.define

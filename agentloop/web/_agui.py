@@ -47,8 +47,8 @@ import trio
 
 from .. import _events as ev
 from .._agent import Agent
-from .._errors import AgentloopError
 from .._approval import DEFER, Decision, Deferred, PendingCall
+from .._errors import AgentloopError
 from .._tool import AgentTool, ToolContext
 from .._tool._permissions import PermissionRequest, Permissions
 from .._types import ToolResult

@@ -28,6 +28,7 @@ PACKAGES = {
     "@modelcontextprotocol/server-everything": "2026.8.31",
     "@agentclientprotocol/sdk": "2.4.0",
     "@modelcontextprotocol/inspector": "2.12.0",
+    "@ag-ui/client": "1.0.0",
 }
 
 #: In every skip reason, so conftest.py can tell "missing" from other skips.

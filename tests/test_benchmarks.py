@@ -177,3 +177,10 @@ def test_import_time() -> None:
     assert verdicts[0] == verdicts[3] == "-"  # trio, and the HTTP providers: no target
     assert {verdicts[1], verdicts[2]} <= {"ok", "OVER"}
     assert any(line.startswith("loaded by a plain `import agentloop`: none of ") for line in lines)
+
+
+def test_agui_events() -> None:
+    """The endpoint's stream is checked (RUN_STARTED ... RUN_FINISHED, a content per word)."""
+    lines = bench("agui_events.py", "--words", "20", "--turns", "2", "--repeat", "1")
+    assert lines[0] == "one run: 71 agentloop events, 67 AG-UI events"
+    assert lines[-1].startswith("| 20 x 2 | 256 | ")

@@ -16,7 +16,6 @@ import os
 import sys
 from collections.abc import Sequence
 from functools import partial
-from pathlib import Path
 from typing import Any
 
 import trio
@@ -155,9 +154,7 @@ async def _serve(options: Options, choice: ModelChoice, port: int, screen: Scree
             _, note = builtin_tools(root, options.sandbox)
             if note is not None:
                 screen.line(note)
-            extra: list[AgentTool] = await openapi_tools(
-                options.openapi, options.openapi_base_url
-            )
+            extra: list[AgentTool] = await openapi_tools(options.openapi, options.openapi_base_url)
             if options.mcp_config is not None:
                 extra += await mcp_tools(options.mcp_config, stack, screen, roots=[root])
         except SetupError as error:

@@ -21,7 +21,7 @@ _URL = re.compile(r"the page is at (http://127\.0\.0\.1:\d+/\?token=\S+)")
 
 
 def chromium() -> str:
-    """The system's Chromium (Debian's ``chromium`` package); skips when it or Playwright is missing."""
+    """The system's Chromium (Debian's ``chromium``); skips when it or Playwright is missing."""
     try:
         import playwright.sync_api  # noqa: F401
     except ImportError:
@@ -56,7 +56,8 @@ def page_server(home: Path, *args: str, env: dict[str, str] | None = None) -> It
         line = b""
         while (found := _URL.search(line.decode())) is None:
             left = deadline - time.monotonic()
-            assert left > 0 and selector.select(left), "agentloop web printed no URL"
+            assert left > 0, "agentloop web printed no URL"
+            assert selector.select(left), "agentloop web printed no URL"
             chunk = process.stdout.readline()
             assert chunk, process.stderr.read().decode() if process.stderr else "exited"
             line = chunk

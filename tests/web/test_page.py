@@ -63,7 +63,8 @@ def test_a_request_without_the_token_or_from_another_origin_is_refused(tmp_path:
         # The page's own origin, with the token: served; and no key in anything it gets.
         same = {"Origin": f"http://127.0.0.1:{port}"}
         status, page = _get(url, same)
-        assert status == 200 and b"<title>agentloop</title>" in page
+        assert status == 200
+        assert b"<title>agentloop</title>" in page
         status, state = _get(base + "/api/state", {"X-Agentloop-Token": token, **same})
         assert status == 200
         assert json.loads(state)["model"] == "demo"
@@ -114,7 +115,14 @@ def test_the_demo_in_chromium_streams_approves_shows_the_timeline_and_aborts(
         )
         page.wait_for_selector("button.approve:not([disabled])")
         page.screenshot(path=str(tmp_path / "asking.png"))
+        # Steering while the run waits: the model reads it at its next turn.
+        assert page.locator("#send").inner_text() == "Steer"
+        page.fill("#input", "please hurry")
+        page.press("#input", "Enter")
+        page.wait_for_selector("#chat .note:has-text('Steering: please hurry')")
         _wait_for_end(page, 1)
+        heard = '(You wrote "please hurry": a scripted model cannot act on it, so I go on.)'
+        assert page.locator(".msg.assistant", has_text=heard).count() == 1
         assert page.locator("#status").get_attribute("data-stop") == "completed"
         # The approve buttons let the edit happen.
         assert (directory / "calc.py").read_text() == FIXED_CALC_PY
@@ -191,5 +199,17 @@ def test_the_timeline_shows_the_calls_of_one_turn_side_by_side(tmp_path: Path) -
         ]
         (*_, start1, end1), (*_, start2, end2) = bars
         assert 0 <= start1 < start2 < min(end1, end2), bars  # both ran at once
+
+        # A new conversation, then the first one again, from the directory's sessions.
+        page.click("#new")
+        page.wait_for_selector("#session:has-text('new session')")
+        assert page.locator("#chat .msg").count() == 0
+        page.wait_for_selector("#sessions button.resume:not([disabled])")
+        assert page.locator("#sessions li .title").all_inner_texts() == ["Read them"]
+        page.click("#sessions button.resume")
+        page.wait_for_selector("#chat .msg.user:has-text('Read them')")
+        assert page.locator("#chat .msg").all_inner_texts() == ["Read them", "Both at once.", "Done."]
+        assert page.locator("#chat .tool").count() == 2
+        assert page.locator("#session").inner_text().startswith("session ")
         browser.close()
     assert errors == []

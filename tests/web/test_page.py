@@ -208,7 +208,8 @@ def test_the_timeline_shows_the_calls_of_one_turn_side_by_side(tmp_path: Path) -
         assert page.locator("#sessions li .title").all_inner_texts() == ["Read them"]
         page.click("#sessions button.resume")
         page.wait_for_selector("#chat .msg.user:has-text('Read them')")
-        assert page.locator("#chat .msg").all_inner_texts() == ["Read them", "Both at once.", "Done."]
+        shown = page.locator("#chat .msg").all_inner_texts()
+        assert shown == ["Read them", "Both at once.", "Done."]
         assert page.locator("#chat .tool").count() == 2
         assert page.locator("#session").inner_text().startswith("session ")
         browser.close()

@@ -89,7 +89,7 @@ function callOf(loop, id, name) {
   bar.title = name;
   track.append(bar);
   row.append(label, track);
-  call = { key, id, name, card, row, bar, track, queuedAt: null, dequeuedAt: null, start: null, end: null };
+  call = { key, id, name, card, row, bar, track, queuedAt: null, dequeuedAt: null, askedAt: null, start: null, end: null };
   const parentKey = childParent.get(loop);
   const parent = parentKey && calls.get(parentKey);
   if (parent) {
@@ -150,9 +150,9 @@ function layout() {
     byId("span").textContent = (span / 1000).toFixed(2) + " s";
     const pct = (t) => ((t - runStart) / span) * 100 + "%";
     for (const call of calls.values()) {
-      const from = call.queuedAt ?? call.start;
+      const from = call.queuedAt ?? call.start ?? call.askedAt;
       if (from === null) continue;
-      const start = call.start ?? call.dequeuedAt ?? lastAt;
+      const start = call.start ?? call.dequeuedAt ?? call.askedAt ?? lastAt;
       const end = call.end ?? lastAt;
       call.bar.style.left = pct(start);
       call.bar.style.width = ((Math.max(end - start, 0) / span) * 100) + "%";
@@ -209,6 +209,7 @@ function handle(event, at) {
     case "ToolApprovalRequested": {
       const call = callOf(loop, event.tool_call_id, event.tool_name);
       call.card.querySelector(".args").textContent = JSON.stringify(event.args, null, 1);
+      call.askedAt = at;
       ask(call, event.reason);
       break;
     }

@@ -29,7 +29,7 @@ ONCE = [
 @nox.session(python=PYTHONS)
 def tests(session: nox.Session) -> None:
     """Run the test suite against the installed package (trio from PyPI, >= 0.32)."""
-    session.install(".[mcp,temporal,otel]", *nox.project.dependency_groups(PYPROJECT, "test"))
+    session.install(".[mcp,temporal,otel,web]", *nox.project.dependency_groups(PYPROJECT, "test"))
     session.run("python", "-c", "import trio; print('trio', trio.__version__)")
     # pytest exits 5 when it collects no tests; nox treats that as a failure. One worker
     # per CPU (pytest-xdist), each test module on one worker: module fixtures (a
@@ -55,7 +55,7 @@ def lint(session: nox.Session) -> None:
 @nox.session(python="3.11")
 def typecheck(session: nox.Session) -> None:
     """mypy --strict on the package."""
-    session.install(".[mcp,temporal,otel]", *nox.project.dependency_groups(PYPROJECT, "typecheck"))
+    session.install(".[mcp,temporal,otel,web]", *nox.project.dependency_groups(PYPROJECT, "typecheck"))
     session.run("mypy", "--strict", "agentloop")
 
 

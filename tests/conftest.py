@@ -19,6 +19,8 @@ hypothesis.settings.load_profile("ci")
 _RG_MISSING = "ripgrep is not installed"
 #: The same for the Node programs of the MCP tests, with ``AGENTLOOP_REQUIRE_NODE=1``.
 _NODE_MISSING = "the Node MCP tools could not be installed"
+#: The same for the page's browser tests, with ``AGENTLOOP_REQUIRE_CHROMIUM=1``.
+_CHROMIUM_MISSING = "Chromium or Playwright is not available"
 
 
 @pytest.hookimpl(hookwrapper=True)
@@ -37,3 +39,9 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     elif os.environ.get("AGENTLOOP_REQUIRE_NODE") == "1" and _NODE_MISSING in reason:
         report.outcome = "failed"
         report.longrepr = f"{item.nodeid}: {reason}, and AGENTLOOP_REQUIRE_NODE=1 requires them"
+    elif os.environ.get("AGENTLOOP_REQUIRE_CHROMIUM") == "1" and _CHROMIUM_MISSING in reason:
+        report.outcome = "failed"
+        report.longrepr = (
+            f"{item.nodeid}: {reason}, and AGENTLOOP_REQUIRE_CHROMIUM=1 requires them "
+            "(apt-get install chromium)"
+        )

@@ -52,6 +52,7 @@ import agentloop.session
 import agentloop.temporal
 import agentloop.testing
 import agentloop.tools
+import agentloop.web
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
@@ -69,6 +70,7 @@ API_MODULES = [
     agentloop.temporal,
     agentloop.otel,
     agentloop.acp,
+    agentloop.web,
 ]
 
 FENCE = re.compile(r"^(?P<indent> *)```(?P<info>[^`]*)$")

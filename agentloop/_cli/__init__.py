@@ -83,6 +83,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from ._mcp_serve import mcp_serve_main
 
         return mcp_serve_main(args[1:])
+    if args[:1] == ["web"]:  # the agent on a local page, in a browser
+        from ._web import web_main
+
+        return web_main(args[1:])
     options = parse_args(args)
     try:
         options = apply_settings(options, settle_settings(options, os.environ))

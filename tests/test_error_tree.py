@@ -46,6 +46,7 @@ PUBLIC_MODULES = (
     "agentloop.testing",
     "agentloop.otel",
     "agentloop.acp",
+    "agentloop.web",
 )
 
 

@@ -24,6 +24,7 @@ PUBLIC = (
     "agentloop.testing",
     "agentloop.otel",
     "agentloop.acp",
+    "agentloop.web",
 )
 
 

@@ -10,6 +10,8 @@
 
 from __future__ import annotations
 
+from .._util import claim_public_home as _claim_public_home
+
 # --- the AG-UI endpoint
 from ._agui import ABORT_GRACE as ABORT_GRACE
 from ._agui import AgentFactory as AgentFactory
@@ -38,3 +40,5 @@ __all__ = [
     "serve_page",
     "serve_agui",
 ]
+
+_claim_public_home(globals(), __all__, __name__, from_=("agentloop.web._",))

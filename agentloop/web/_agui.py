@@ -49,8 +49,7 @@ from .. import _events as ev
 from .._agent import Agent
 from .._approval import DEFER, Decision, Deferred, PendingCall
 from .._errors import AgentloopError
-from .._tool import AgentTool, ToolContext
-from .._tool import PermissionRequest, Permissions
+from .._tool import AgentTool, PermissionRequest, Permissions, ToolContext
 from .._types import ToolResult
 from ._agui_events import AguiTranslator, usage_entries
 

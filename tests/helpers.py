@@ -145,3 +145,18 @@ def texts(messages: Any) -> list[tuple[str, str]]:
             flag = "error" if message.is_error else "ok"
             out.append((f"result:{flag}", f"{message.tool_call_id}={message.text}"))
     return out
+
+
+def in_call_order(lines: list[str]) -> list[str]:
+    """The offline demo's lines with its two parallel reads' results in call order.
+
+    The demo reads calc.py and test_calc.py in one reply; they run side by side, so
+    their ``✓`` lines come in the order the reads ended, which varies.
+    """
+    out = list(lines)
+    for i in range(len(out) - 1):
+        if out[i].startswith("✓ read_file: [test_calc.py") and out[i + 1].startswith(
+            "✓ read_file: [calc.py"
+        ):
+            out[i], out[i + 1] = out[i + 1], out[i]
+    return out

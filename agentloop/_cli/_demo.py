@@ -250,19 +250,17 @@ def _next_turn(request: ModelRequest) -> ScriptedTurn:
                 "scratch project, and the scripted demo knows only that one task, so it stops "
                 f"here.\n\n{_REAL_MODEL}"
             )
+        number = int(call_id.removeprefix("demo_"))
         return reply(
-            f"{heard}Two files: the code and its check. The code first.",
+            f"{heard}Two files: the code and its check. I read both at once: calls of one "
+            "reply run side by side.",
             call("read_file", {"path": "calc.py"}, id=call_id),
-        )
-    if last.name == "read_file" and last.args.get("path") == "calc.py":
-        return reply(
-            f"{heard}calc.py has add() and mean(). Now the check that tests them.",
-            call("read_file", {"path": "test_calc.py"}, id=call_id),
+            call("read_file", {"path": "test_calc.py"}, id=f"demo_{number + 1}"),
         )
     if last.name == "read_file":
         return reply(
-            f"{heard}It runs three cases and exits with status 1 when one fails. Let me run "
-            "it: a command needs your permission first.",
+            f"{heard}calc.py has add() and mean(); the check runs three cases and exits with "
+            "status 1 when one fails. Let me run it: a command needs your permission first.",
             call("bash", {"command": CHECK}, id=call_id),
         )
     if last.name == "bash":

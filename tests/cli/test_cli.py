@@ -24,6 +24,7 @@ from typing import Any
 
 import pytest
 import trio
+from helpers import in_call_order
 from rich.console import Console
 from server_common import process_alive
 
@@ -1706,7 +1707,7 @@ def test_terminal_offline_demo_fixes_a_bug_in_a_scratch_project(
         "or choose one with --model (agentloop --help lists them), and run agentloop in your "
         "project."
     )
-    lines = terminal.wait_for_prompt(real_model)
+    lines = in_call_order(terminal.wait_for_prompt(real_model))
     assert lines[:3] == [
         "agentloop: offline demo (no ANTHROPIC_API_KEY or OPENAI_API_KEY set): a scripted model "
         f"works on a scratch project in {scratch}; nothing of yours is touched.",
@@ -1720,14 +1721,14 @@ def test_terminal_offline_demo_fixes_a_bug_in_a_scratch_project(
         "the files.",
         "→ list_files()",
         "✓ list_files: calc.py (+3 lines)",
-        "Two files: the code and its check. The code first.",
+        "Two files: the code and its check. I read both at once: calls of one reply run side "
+        "by side.",
         '→ read_file(path="calc.py")',
-        "✓ read_file: [calc.py: 12 lines] (+12 lines)",
-        "calc.py has add() and mean(). Now the check that tests them.",
         '→ read_file(path="test_calc.py")',
+        "✓ read_file: [calc.py: 12 lines] (+12 lines)",
         "✓ read_file: [test_calc.py: 24 lines] (+24 lines)",
-        "It runs three cases and exits with status 1 when one fails. Let me run it: a command "
-        "needs your permission first.",
+        "calc.py has add() and mean(); the check runs three cases and exits with status 1 when "
+        "one fails. Let me run it: a command needs your permission first.",
         "Allow bash(python3 test_calc.py)? [y/N] y",
         '→ bash(command="python3 test_calc.py")',
         "  │ ok    add(2, 3) == 5",
@@ -1772,7 +1773,7 @@ def test_terminal_offline_demo_fixes_a_bug_in_a_scratch_project(
     ]
     status, _, model = (terminal.bar or "").partition("  ")
     assert STATUS.match(status)
-    assert (status.startswith("[7 turns, "), model) == (True, "demo")
+    assert (status.startswith("[6 turns, "), model) == (True, "demo")
     terminal.type("/quit")
     terminal.wait_for("[exited 0]")
     assert (scratch / "calc.py").read_text() == FIXED_CALC_PY

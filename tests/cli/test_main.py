@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers import in_call_order
 
 import agentloop as al
 from agentloop._cli import choose_model, parse_args
@@ -38,14 +39,13 @@ UP_TO_THE_CHECK = [
     "files.",
     "→ list_files()",
     "✓ list_files: calc.py (+3 lines)",
-    "Two files: the code and its check. The code first.",
+    "Two files: the code and its check. I read both at once: calls of one reply run side by side.",
     '→ read_file(path="calc.py")',
-    "✓ read_file: [calc.py: 12 lines] (+12 lines)",
-    "calc.py has add() and mean(). Now the check that tests them.",
     '→ read_file(path="test_calc.py")',
+    "✓ read_file: [calc.py: 12 lines] (+12 lines)",
     "✓ read_file: [test_calc.py: 24 lines] (+24 lines)",
-    "It runs three cases and exits with status 1 when one fails. Let me run it: a command "
-    "needs your permission first.",
+    "calc.py has add() and mean(); the check runs three cases and exits with status 1 when "
+    "one fails. Let me run it: a command needs your permission first.",
 ]
 FAILING_RUN = [
     '→ bash(command="python3 test_calc.py")',
@@ -113,7 +113,7 @@ def test_demo_one_shot_without_input_is_refused_the_command(tmp_path: Path) -> N
     result, scratch = run_cli("fix", "the", "bug", cwd=work)
     assert result.returncode == 0
     assert scratch.name.startswith("agentloop-demo-")
-    lines = result.stderr.splitlines()  # the run; the answer alone on stdout
+    lines = in_call_order(result.stderr.splitlines())  # the run; the answer alone on stdout
     assert result.stdout == "\n".join(lines[-4:-1]) + "\n"
     assert lines[:-1] == [
         f"agentloop: offline demo {NO_KEY}: a scripted model works on a scratch project in "
@@ -132,7 +132,7 @@ def test_demo_one_shot_without_input_is_refused_the_command(tmp_path: Path) -> N
         REAL_MODEL,
     ]
     assert STATUS.match(lines[-1])
-    assert lines[-1].startswith("[5 turns, ")
+    assert lines[-1].startswith("[4 turns, ")
     assert {path.name: path.read_bytes() for path in work.iterdir()} == before
     assert (scratch / "calc.py").read_text() == CALC_PY
     assert (scratch / "test_calc.py").read_text() == TEST_CALC_PY
@@ -146,7 +146,7 @@ def test_demo_piped_runs_the_check_shows_the_fix_and_takes_no_for_an_answer(
     work, before = a_users_directory(tmp_path)
     result, scratch = run_cli(cwd=work, input="fix it\ny\nn\n")
     assert (result.returncode, result.stderr) == (0, "")
-    lines = result.stdout.splitlines()
+    lines = in_call_order(result.stdout.splitlines())
     status = lines.index(REAL_MODEL) + 1
     assert lines[:status] == [
         f"agentloop: offline demo {NO_KEY}: a scripted model works on a scratch project in "
@@ -168,7 +168,7 @@ def test_demo_piped_runs_the_check_shows_the_fix_and_takes_no_for_an_answer(
         REAL_MODEL,
     ]
     assert STATUS.match(lines[status])
-    assert lines[status].startswith("[6 turns, ")
+    assert lines[status].startswith("[5 turns, ")
     assert lines[status + 1] == "\u203a "  # the end of the input: the session ends
     assert {path.name: path.read_bytes() for path in work.iterdir()} == before
     assert (scratch / "calc.py").read_text() == CALC_PY
@@ -279,8 +279,12 @@ DENIED = "Permission denied: bash 'python3 test_calc.py' was not approved"
                 user("please"),
             ],
             '(You wrote "hurry up" / "please": a scripted model cannot act on it, so I go on.)\n'
-            "Two files: the code and its check. The code first.",
-            [("demo_2", "read_file", {"path": "calc.py"})],
+            "Two files: the code and its check. I read both at once: calls of one reply run "
+            "side by side.",
+            [
+                ("demo_2", "read_file", {"path": "calc.py"}),
+                ("demo_3", "read_file", {"path": "test_calc.py"}),
+            ],
             id="steering is heard, and the plan goes on",
         ),
         pytest.param(

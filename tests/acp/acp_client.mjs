@@ -6,7 +6,7 @@
 // sent, and every line the client sent, as {"from": "agent"|"client", "line": ...}),
 // capabilities (clientCapabilities), permissions (the option ids to answer, in
 // order), buffers ({absolute path: text}: the editor's unsaved files),
-// steps: [{op: "new"} | {op: "prompt", text, cancelOn?: "in_progress"} |
+// steps: [{op: "new"} | {op: "prompt", text, cancelOn?: "in_progress" | "output"} |
 //         (vanishOn: the client exits there, leaving the agent running)
 //         {op: "load", sessionId} | {op: "setMode", modeId} | {op: "raw", line} |
 //         {op: "exit"}]}
@@ -165,7 +165,12 @@ try {
             onUpdate = (params) => {
               const update = params.update;
               const status = step.cancelOn ?? step.vanishOn;
-              if (update.sessionUpdate === "tool_call_update" && update.status === status) {
+              // "output": the first partial output (the command is under way); else a status.
+              const seen =
+                status === "output"
+                  ? update.content !== undefined && update.status === undefined
+                  : update.status === status;
+              if (update.sessionUpdate === "tool_call_update" && seen) {
                 onUpdate = () => {};
                 if (step.vanishOn) {
                   say({ event: "vanishing" });

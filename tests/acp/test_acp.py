@@ -176,7 +176,9 @@ def test_malformed_input_unknown_methods_and_sessions_are_errors(tmp_path: Path)
         {"op": "prompt", "text": "go"},
     ]
     events, messages = run_client(tmp_path, _work(tmp_path), [{"text": "fine"}], steps)
-    errors = [m for m in messages if "error" in m]
+    # Requests are answered as each is done, not in order: match the answers by kind.
+    errors = sorted((m for m in messages if "error" in m), key=lambda m: m["error"]["code"])
+    assert len(errors) == 3, errors
     assert errors[0] == {
         "jsonrpc": "2.0",
         "id": None,
@@ -257,7 +259,8 @@ def _wait_gone(pid: int, timeout: float = 15) -> bool:
     return bool(readable) or not pid_alive(pid)
 
 
-SLEEPER = "sleep 60 & echo $! > sleeper.pid; wait"
+# It says "started" once its pid is on file: the client acts on that first output.
+SLEEPER = "sleep 60 & echo $! > sleeper.pid; echo started; wait"
 
 
 def test_cancel_during_a_tool_stops_it_and_answers_cancelled(tmp_path: Path) -> None:
@@ -269,7 +272,7 @@ def test_cancel_during_a_tool_stops_it_and_answers_cancelled(tmp_path: Path) -> 
         tmp_path,
         work,
         turns,
-        [{"op": "new"}, {"op": "prompt", "text": "go", "cancelOn": "in_progress"}],
+        [{"op": "new"}, {"op": "prompt", "text": "go", "cancelOn": "output"}],
         permissions=["allow_once"],
     )
     assert [e["response"] for e in events if e["event"] == "stop"] == [{"stopReason": "cancelled"}]
@@ -289,7 +292,7 @@ def test_a_vanishing_client_ends_the_run_and_leaves_no_process(tmp_path: Path) -
         tmp_path,
         work,
         turns,
-        [{"op": "new"}, {"op": "prompt", "text": "go", "vanishOn": "in_progress"}],
+        [{"op": "new"}, {"op": "prompt", "text": "go", "vanishOn": "output"}],
         permissions=["allow_once"],
     )
     assert events[-1] == {"event": "vanishing"}

@@ -23,6 +23,8 @@ ONCE = [
     "cli/test_cli_deferred.py",
     "acp/test_acp.py",
     "mcp/test_serve_inspector.py",
+    "web/test_agui.py",
+    "web/test_page.py",
 ]
 
 
@@ -35,8 +37,8 @@ def tests(session: nox.Session) -> None:
     # per CPU (pytest-xdist), each test module on one worker: module fixtures (a
     # Temporal dev server, MCP servers) start once.
     # What does not depend on the interpreter runs once, on the floor version (3.11):
-    # the MCP conformance suite and the Node clients of ACP and the MCP Inspector (the
-    # protocols on the wire), the benchmark scripts'
+    # the MCP conformance suite and the Node clients of ACP, AG-UI and the MCP Inspector
+    # (the protocols on the wire), the web page in Chromium, the benchmark scripts'
     # smoke runs, the OpenAPI fuzzing (1,200 generated documents), and the terminal
     # program's newer end-to-end runs (each starts Python, the MCP SDK, a server);
     # test_cli.py still runs the program on every version.

@@ -24,25 +24,40 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Iterable, Sequence
-from typing import Any, Final, TypeAlias
+from typing import Any, Final, Protocol, TypeAlias
 
 import attrs
 
 from ._errors import AgentloopError
 from ._types import ToolResultMessage, UserMessage
 
+
+class Asked(Protocol):
+    """What :func:`answer_of` reads of a question (a ``PermissionRequest``)."""
+
+    @property
+    def tool_call_id(self) -> str: ...
+    @property
+    def tool_name(self) -> str: ...
+    @property
+    def subject(self) -> tuple[str, str] | None: ...
+
+
 __all__ = [
     "DEFER",
     "Approve",
+    "Asked",
     "ApprovalError",
     "Decision",
     "Deferred",
     "Deny",
     "PendingCall",
     "Suspended",
+    "answer_of",
     "check_decisions",
     "describe_call",
     "not_approved",
+    "subject_pair",
 ]
 
 
@@ -72,7 +87,8 @@ def _queued(value: Iterable[UserMessage]) -> tuple[UserMessage, ...]:
     return tuple(value)
 
 
-def _subject(value: Iterable[str] | None) -> tuple[str, str] | None:
+def subject_pair(value: Iterable[str] | None) -> tuple[str, str] | None:
+    """A call's subject as a ``(kind, value)`` pair (JSON gives a list), or None."""
     if value is None:
         return None
     kind, text = value
@@ -133,7 +149,7 @@ class PendingCall:
     arguments: dict[str, Any]
     reason: str
     rule: str | None = None
-    subject: tuple[str, str] | None = attrs.field(default=None, converter=_subject)
+    subject: tuple[str, str] | None = attrs.field(default=None, converter=subject_pair)
 
     def approve(self, arguments: dict[str, Any] | None = None) -> Approve:
         """The decision to let this call run (with ``arguments``, if given)."""
@@ -192,6 +208,31 @@ def describe_call(tool_name: str, subject: tuple[str, str] | None) -> str:
 def not_approved(tool_name: str, subject: tuple[str, str] | None) -> str:
     """``"bash 'make' was not approved"``: a refusal that gives no reason."""
     return f"{describe_call(tool_name, subject)} was not approved"
+
+
+def answer_of(request: Asked, answer: object) -> Approve | Deny | Deferred:
+    """What an approver's return value decides for ``request``: True and False as an
+    ``Approve`` and a ``Deny``; a decision for another call, or anything else, refuses it
+    (a refusal without a reason gets :func:`not_approved`'s)."""
+    if answer is True:
+        return Approve(request.tool_call_id)
+    if answer is False:
+        return Deny(request.tool_call_id, not_approved(request.tool_name, request.subject))
+    if answer is DEFER:
+        return DEFER
+    if isinstance(answer, Approve | Deny):
+        if answer.tool_call_id != request.tool_call_id:
+            return Deny(
+                request.tool_call_id,
+                f"the approver answered for another call ({answer.tool_call_id!r})",
+            )
+        if isinstance(answer, Deny) and not answer.reason:
+            return Deny(request.tool_call_id, not_approved(request.tool_name, request.subject))
+        return answer
+    return Deny(
+        request.tool_call_id,
+        f"the approver returned {type(answer).__name__}, not True, False, a decision or DEFER",
+    )
 
 
 class ApprovalError(AgentloopError, ValueError):

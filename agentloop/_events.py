@@ -18,7 +18,7 @@ from typing import Any, TypeAlias
 
 import attrs
 
-from ._approval import PendingCall, Suspended
+from ._approval import PendingCall, Suspended, subject_pair
 from ._types import (
     AssistantMessage,
     Message,
@@ -301,13 +301,6 @@ class ToolExecutionStart(AgentEvent):
     args: dict[str, Any]
 
 
-def _subject(value: Any) -> tuple[str, str] | None:
-    if value is None:
-        return None
-    kind, text = value
-    return (kind, text)
-
-
 @attrs.frozen(kw_only=True)
 class ToolApprovalRequested(AgentEvent):
     """A tool call needs approval (a permission ``ask``): the approver is asked, or,
@@ -322,7 +315,7 @@ class ToolApprovalRequested(AgentEvent):
     reason: str
     rule: str | None = None
     deferred: bool = False
-    subject: tuple[str, str] | None = attrs.field(default=None, converter=_subject)
+    subject: tuple[str, str] | None = attrs.field(default=None, converter=subject_pair)
 
 
 @attrs.frozen(kw_only=True)

@@ -21,6 +21,7 @@ import trio
 from .._agent import Agent
 from .._instructions import project_instructions
 from .._loop import ExecutionLimits
+from .._stdio import protocol_stdio
 from .._tool import AgentTool
 from ..acp import AcpMode, AcpSession, ClientFiles, ClientTerminal, Diffing
 from ..session import new_session_path
@@ -207,24 +208,10 @@ async def _shielded(aclose: Any) -> None:
         await aclose()
 
 
-def _streams() -> tuple[trio.lowlevel.FdStream, trio.lowlevel.FdStream]:
-    """The protocol's input and output; the process's own stdin and stdout are
-    moved away (to /dev/null, and to stderr) so that nothing else reaches the client."""
-    receive = trio.lowlevel.FdStream(os.dup(0))
-    send = trio.lowlevel.FdStream(os.dup(1))
-    null = os.open(os.devnull, os.O_RDONLY)
-    os.dup2(null, 0)
-    os.close(null)
-    os.dup2(2, 1)
-    sys.stdout = sys.stderr
-    return receive, send
-
-
 async def _serve(setup: TerminalSetup) -> None:
     from ..acp import serve_acp
 
-    receive, send = _streams()
-    async with receive, send:
+    async with protocol_stdio() as (receive, send):
         await serve_acp(setup, receive, send)
 
 

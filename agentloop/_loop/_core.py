@@ -35,6 +35,7 @@ from .._approval import (
     Deny,
     PendingCall,
     Suspended,
+    answer_of,
     not_approved,
 )
 from .._context import AgentContext, MessageView, PrunQueue, context_window_of
@@ -105,7 +106,6 @@ from ._protocol import (
     Phase,
     RunCalls,
     RunCounts,
-    answer_of,
     model_request,
     offered_tools,
 )

@@ -24,7 +24,7 @@ an :class:`AgentEvent` delivers it to the consumer                     ``None``
                        to :meth:`LoopCore.call_ended`
 :class:`AskApprover`   asks the approver, within its timeout; an        an ``Approve``,
                        exception or a timeout is a ``Deny`` with why    ``Deny`` or ``DEFER``
-                       (:func:`answer_of` reads what it returned)
+                       (``_approval.answer_of`` reads its answer)
 :class:`Compact`       compacts the context (may ask a summarizer)      the outcome
 :data:`CHECKPOINT`     lets other tasks run                             ``None``
 =====================  ==============================================  =================
@@ -56,7 +56,6 @@ from typing import TYPE_CHECKING, Any, Final, TypeAlias
 
 import attrs
 
-from .._approval import DEFER, Approve, Deferred, Deny, not_approved
 from .._context import CompactionConfig
 from .._events import AgentEvent
 from .._provider import ModelRequest, ToolDefinition
@@ -80,7 +79,6 @@ __all__ = [
     "Phase",
     "RunCalls",
     "RunCounts",
-    "answer_of",
     "model_request",
     "offered_tools",
 ]
@@ -96,30 +94,6 @@ class AskApprover:
     approver: Callable[..., Any]
     request: PermissionRequest
     timeout: float | None
-
-
-def answer_of(request: PermissionRequest, answer: object) -> Approve | Deny | Deferred:
-    """What an approver's return value decides for ``request``: True and False as an
-    ``Approve`` and a ``Deny``; a decision for another call, or anything else, refuses it."""
-    if answer is True:
-        return Approve(request.tool_call_id)
-    if answer is False:
-        return Deny(request.tool_call_id, not_approved(request.tool_name, request.subject))
-    if answer is DEFER:
-        return DEFER
-    if isinstance(answer, Approve | Deny):
-        if answer.tool_call_id != request.tool_call_id:
-            return Deny(
-                request.tool_call_id,
-                f"the approver answered for another call ({answer.tool_call_id!r})",
-            )
-        if isinstance(answer, Deny) and not answer.reason:
-            return Deny(request.tool_call_id, not_approved(request.tool_name, request.subject))
-        return answer
-    return Deny(
-        request.tool_call_id,
-        f"the approver returned {type(answer).__name__}, not True, False, a decision or DEFER",
-    )
 
 
 @attrs.frozen(slots=True)

@@ -54,7 +54,7 @@ from typing import Any, Literal, TypeAlias
 
 import attrs
 
-from .._approval import DEFER, Approve, Decision, Deferred, Deny, not_approved
+from .._approval import Approve, Decision, Deferred, Deny, answer_of
 from .._approval import describe_call as _describe
 from .._check import number_field
 from .._util import call_hook
@@ -66,7 +66,6 @@ __all__ = [
     "PermissionRequest",
     "PermissionRule",
     "Permissions",
-    "denial_text",
 ]
 
 Action: TypeAlias = Literal["allow", "ask", "deny"]
@@ -365,16 +364,9 @@ class Permissions:
         approver = self.approver
         if approver is None or isinstance(approver, Deferred):
             return f"{found.reason}, which cannot wait for a later decision here"
-        answer = await call_hook(approver, found)
-        if answer is True or (isinstance(answer, Approve) and answer.arguments is None):
-            return None
-        if isinstance(answer, Deny) and answer.reason:
+        answer = answer_of(found, await call_hook(approver, found))
+        if isinstance(answer, Deny):
             return answer.reason
-        if answer is DEFER or isinstance(answer, Approve):
-            return f"{found.reason}, which cannot wait for a later decision here"
-        return denial_text(found)
-
-
-def denial_text(request: PermissionRequest) -> str:
-    """The reason given for a call its approver refused without saying why."""
-    return not_approved(request.tool_name, request.subject)
+        if isinstance(answer, Approve) and answer.arguments is None:
+            return None
+        return f"{found.reason}, which cannot wait for a later decision here"

@@ -19,7 +19,6 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
-import os
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -32,6 +31,7 @@ from mcp.server.runner import serve_loop
 from mcp.shared.message import SessionMessage
 from pydantic import ValidationError
 
+from .._stdio import protocol_stdio
 from ._base import public
 from ._serve import AgentFactory, ServeOptions, build_server
 
@@ -98,30 +98,13 @@ async def _stdio_streams() -> AsyncIterator[
         MemoryObjectSendStream[SessionMessage],
     ]
 ]:
-    wire_in, wire_out = os.dup(0), os.dup(1)
-    saved_in, saved_out = os.dup(0), os.dup(1)
-    null = os.open(os.devnull, os.O_RDONLY)
-    os.dup2(null, 0)
-    os.close(null)
-    os.dup2(2, 1)
-    reader = trio.lowlevel.FdStream(wire_in)
-    writer = trio.lowlevel.FdStream(wire_out)
     read_send, read_receive = anyio.create_memory_object_stream[SessionMessage | Exception](0)
     write_send, write_receive = anyio.create_memory_object_stream[SessionMessage](0)
-    try:
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(_read_lines, reader, read_send, write_send.clone())
-            nursery.start_soon(_write_lines, writer, write_receive, nursery.cancel_scope)
-            yield read_receive, write_send
-            nursery.cancel_scope.cancel()
-    finally:
-        with trio.CancelScope(shield=True):
-            await reader.aclose()
-            await writer.aclose()
-        os.dup2(saved_in, 0)
-        os.dup2(saved_out, 1)
-        os.close(saved_in)
-        os.close(saved_out)
+    async with protocol_stdio() as (reader, writer), trio.open_nursery() as nursery:
+        nursery.start_soon(_read_lines, reader, read_send, write_send.clone())
+        nursery.start_soon(_write_lines, writer, write_receive, nursery.cancel_scope)
+        yield read_receive, write_send
+        nursery.cancel_scope.cancel()
 
 
 async def _read_lines(

@@ -954,7 +954,7 @@ class LoopCore:
         call = decided = state.call
         reason: str | None = None
         if isinstance(decision, Deny):
-            reason = decision.reason or f"calling {call.name} was not approved"
+            reason = decision.reason or not_approved(call.name, None)
         elif decision.arguments is not None:
             call = state.call = attrs.evolve(call, arguments=copy_arguments(decision.arguments))
         yield ToolApprovalDecided(
